@@ -1,0 +1,75 @@
+// Plain C++ value types for what DRA publishes: the shared vocabulary between
+// k8s_client/ (JSON <-> these types) and core/ (model, ledger, placement).
+// No JSON, no HTTP, no Slurm here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace k8sdra {
+
+// One DRA attribute value: exactly one of int / bool / string / version.
+struct AttrVersion {
+    std::string value;  // semver text, e.g. "8.0.0"
+    bool operator==(const AttrVersion &) const = default;
+};
+using AttrValue = std::variant<int64_t, bool, std::string, AttrVersion>;
+
+struct Device {
+    std::string name;
+    // Fully qualified attribute name -> value. Bare names as published by the
+    // driver are stored qualified with the driver domain ("dra.cpu/cpuID").
+    std::map<std::string, AttrValue> attributes;
+    // Fully qualified capacity name -> Quantity string ("40Gi", "64").
+    std::map<std::string, std::string> capacity;
+    bool allowMultipleAllocations = false;
+    bool operator==(const Device &) const = default;
+};
+
+struct Pool {
+    std::string name;
+    int64_t generation = 0;
+    int64_t resourceSliceCount = 1;
+    bool operator==(const Pool &) const = default;
+};
+
+struct ResourceSlice {
+    std::string name;              // metadata.name
+    std::string resourceVersion;   // metadata.resourceVersion
+    std::string driver;            // spec.driver
+    std::string nodeName;          // spec.nodeName ("" when not node-local)
+    Pool pool;
+    std::vector<Device> devices;
+    bool operator==(const ResourceSlice &) const = default;
+};
+
+// One entry of status.allocation.devices.results.
+struct AllocationResult {
+    std::string request;
+    std::string driver;
+    std::string pool;
+    std::string device;
+    std::string shareID;                              // "" when absent
+    std::map<std::string, std::string> consumedCapacity;
+    bool operator==(const AllocationResult &) const = default;
+};
+
+// The part of a ResourceClaim the inventory needs: who holds which devices.
+struct ClaimHolding {
+    std::string ns;
+    std::string name;
+    std::string uid;
+    std::string resourceVersion;
+    std::map<std::string, std::string> labels;
+    bool allocated = false;                       // status.allocation present
+    std::vector<AllocationResult> results;
+    std::string nodeName;                         // from allocation.nodeSelector, "" if none
+    std::string opaqueCpuset;                     // dra.cpu opaque cpuset config, "" if none
+    bool operator==(const ClaimHolding &) const = default;
+};
+
+}  // namespace k8sdra

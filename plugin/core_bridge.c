@@ -1,0 +1,74 @@
+/*
+ * core_bridge.c - the core runs only inside slurmctld, and only when this
+ * plugin is the configured SelectType: slurmctld, srun and the client
+ * commands load every select plugin they find, and slurmd loads ours to
+ * unpack node and job info; all of those must only forward.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "src/common/slurm_xlator.h"
+#include "src/common/log.h"
+#include "src/common/read_config.h"
+#include "src/common/run_in_daemon.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+
+#include "core/k8sdra.h"
+#include "core_bridge.h"
+
+#define PREFIX "select/k8s_cons_tres: "
+
+static void core_log(int level, const char *msg)
+{
+	switch (level) {
+	case K8SDRA_LOG_ERROR:
+		error(PREFIX "%s", msg);
+		break;
+	case K8SDRA_LOG_INFO:
+		info(PREFIX "%s", msg);
+		break;
+	case K8SDRA_LOG_VERBOSE:
+		verbose(PREFIX "%s", msg);
+		break;
+	default:
+		debug(PREFIX "%s", msg);
+		break;
+	}
+}
+
+static bool is_our_select_type(void)
+{
+	return !xstrcmp(slurm_conf.select_type, "select/k8s_cons_tres");
+}
+
+extern int core_bridge_start(void)
+{
+	char err[512];
+	char *conf_path;
+	struct k8sdra_start_args args = { 0 };
+	int rc;
+
+	if (!running_in_slurmctld() || !is_our_select_type())
+		return SLURM_SUCCESS;
+
+	conf_path = get_extra_conf_path("k8s_cons_tres.conf");
+	args.conf_path = conf_path;
+	args.log = core_log;
+	info(PREFIX "starting in slurmctld, wrapping select/cons_tres, core %s, config %s",
+	     k8sdra_version(), conf_path);
+	rc = k8sdra_start(&args, err, sizeof(err));
+	xfree(conf_path);
+	if (rc != K8SDRA_OK) {
+		error(PREFIX "core did not start: %s", err);
+		return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
+
+extern void core_bridge_stop(void)
+{
+	if (k8sdra_running()) {
+		k8sdra_stop();
+		info(PREFIX "stopped");
+	}
+}

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The Slurm-facing shared object. Only these files include Slurm headers, from
+# the configured Slurm source tree of exactly the installed release.
+plugindir = $(PLUGINDIR)
+plugin_LTLIBRARIES = select_k8s_cons_tres.la
+select_k8s_cons_tres_la_SOURCES = \
+	plugin/select_k8s_cons_tres.c \
+	plugin/inner_select.c plugin/inner_select.h \
+	plugin/core_bridge.c plugin/core_bridge.h
+# Slurm's own config.h must win over anything of ours; its headers trip
+# -Wunused-parameter and -Wsign-compare in inline helpers we do not own.
+select_k8s_cons_tres_la_CPPFLAGS = -I$(SLURM_SRC) -I$(SLURM_SRC)/src/common \
+	-I$(top_srcdir)
+# Visibility here is the version script's job, so no -fvisibility=hidden.
+select_k8s_cons_tres_la_CFLAGS = -fPIC $(WARN_FLAGS) -Wno-unused-parameter -Wno-sign-compare
+select_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(srcdir)/plugin/select_k8s_cons_tres.map \
+	-Wl,-z,relro -Wl,-z,now
+select_k8s_cons_tres_la_LIBADD = libk8sdra_core.la $(PTHREAD_LIBS)
+EXTRA_DIST += plugin/select_k8s_cons_tres.map
+# The core is C++: link with the C++ driver so libstdc++ comes along.
+nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc
