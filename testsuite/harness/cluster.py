@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A real Slurm cluster on loopback: one slurmctld and one slurmd per fixture
+node (multiple-slurmd, config_overrides, auth/none, fake GPU device nodes).
+
+Everything lives in one run directory: configuration, state, logs, spool,
+device nodes and the pid files of exactly the processes this harness started.
+Ports are picked free at start, so several clusters can run side by side.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import fixture as fixture_mod
+from .alignment import format_id_list
+from .wait import wait_for
+
+TOP = Path(__file__).resolve().parents[2]
+RUN_MARK = "K8S_CONS_TRES_RUN"
+PLUGIN_NAME = "select_k8s_cons_tres.so"
+SELECT_TYPES = ("k8s_cons_tres", "cons_tres")
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _installed_plugin_dir() -> Path:
+    for d in ("/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/lib/slurm"):
+        if (Path(d) / "select_cons_tres.so").exists():
+            return Path(d)
+    raise ClusterError("cannot find Slurm's PluginDir (no select_cons_tres.so): apt-get install slurm-wlm-basic-plugins")
+
+
+def find_plugin() -> Path:
+    """The built plugin: $K8S_CONS_TRES_PLUGIN, else the newest build (./build
+    or in-tree), else the installed one."""
+    env = os.environ.get("K8S_CONS_TRES_PLUGIN")
+    if env:
+        if not Path(env).is_file():
+            raise ClusterError(f"K8S_CONS_TRES_PLUGIN={env}: no such file")
+        return Path(env)
+    built = [p for p in (TOP / "build" / ".libs" / PLUGIN_NAME, TOP / ".libs" / PLUGIN_NAME) if p.is_file()]
+    if built:
+        return max(built, key=lambda p: p.stat().st_mtime)
+    installed = _installed_plugin_dir() / PLUGIN_NAME
+    if installed.is_file():
+        return installed
+    raise ClusterError("select_k8s_cons_tres.so is not built: run ./autogen.sh && ./configure && make "
+                       "(or set K8S_CONS_TRES_PLUGIN)")
+
+
+def free_ports(n: int) -> list:
+    """n distinct free TCP ports on loopback, held open together while picked."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _proc_env(pid: int) -> dict:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    env = {}
+    for item in raw.split(b"\0"):
+        k, _, v = item.partition(b"=")
+        env[k.decode(errors="replace")] = v.decode(errors="replace")
+    return env
+
+
+def marked_processes(run_dir: Path) -> list:
+    """Pids of live processes started under this run (by us or by our slurmd)."""
+    mark = str(run_dir)
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and int(p.name) != os.getpid():
+            if _proc_env(int(p.name)).get(RUN_MARK) == mark:
+                try:
+                    if (p / "stat").read_text().split(")")[-1].split()[0] != "Z":
+                        pids.append(int(p.name))
+                except OSError:
+                    pass
+    return pids
+
+
+class Cluster:
+    def __init__(self, run_dir):
+        self.run_dir = Path(run_dir).resolve()
+
+    # ---- paths ------------------------------------------------------------
+    @property
+    def slurm_conf(self) -> Path:
+        return self.run_dir / "etc" / "slurm.conf"
+
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "cluster.json"
+
+    def state(self) -> dict:
+        return json.loads(self.state_file.read_text())
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        env["SLURM_CONF"] = str(self.slurm_conf)
+        env[RUN_MARK] = str(self.run_dir)
+        kube = self.run_dir / "apiserver" / "kubeconfig"
+        if kube.exists():
+            env["KUBECONFIG"] = str(kube)
+        return env
+
+    def run(self, *cmd, check=True, timeout=60, **kw) -> subprocess.CompletedProcess:
+        res = subprocess.run(list(cmd), env=self.env(), capture_output=True, text=True,
+                             timeout=timeout, **kw)
+        if check and res.returncode != 0:
+            raise ClusterError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
+        return res
+
+    # ---- configuration ------------------------------------------------------
+    def _write_config(self, fx, select: str, plugin: Path, ports: list):
+        etc = self.run_dir / "etc"
+        for d in ("etc", "state", "log", "run", "spool", "plugins", "dev"):
+            (self.run_dir / d).mkdir(parents=True, exist_ok=True)
+        # Our plugin first, then Slurm's own plugins.
+        link = self.run_dir / "plugins" / PLUGIN_NAME
+        if link.exists() or link.is_symlink():
+            link.unlink()
+        shutil.copy2(plugin, link)
+        plugin_dir = f"{self.run_dir / 'plugins'}:{_installed_plugin_dir()}"
+        ctld_port, node_ports = ports[0], ports[1:]
+        cluster_name = "k8s" + self.run_dir.name.replace("_", "").replace("-", "")[-8:].lower()
+        lines = [
+            f"ClusterName={cluster_name}",
+            "SlurmctldHost=localhost(127.0.0.1)",
+            f"SlurmctldPort={ctld_port}",
+            "AuthType=auth/none",
+            "CredType=cred/none",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            f"PluginDir={plugin_dir}",
+            f"StateSaveLocation={self.run_dir / 'state'}",
+            f"SlurmdSpoolDir={self.run_dir / 'spool'}/%n",
+            f"SlurmctldPidFile={self.run_dir / 'run' / 'slurmctld.pid'}",
+            f"SlurmdPidFile={self.run_dir / 'run'}/slurmd.%n.pid",
+            f"SlurmctldLogFile={self.run_dir / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={self.run_dir / 'log'}/slurmd.%n.log",
+            "SlurmctldDebug=debug",
+            "SlurmdDebug=info",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "MpiDefault=none",
+            "SwitchType=switch/none",
+            "JobCompType=jobcomp/none",
+            "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "SchedulerType=sched/backfill",
+            f"SelectType=select/{select}",
+            "SelectTypeParameters=CR_Core_Memory",
+            "DefMemPerCPU=10",
+            "GresTypes=gpu",
+            "SlurmdParameters=config_overrides",
+            "ReturnToService=2",
+            "MinJobAge=600",
+            "MessageTimeout=20",
+            "SlurmdTimeout=120",
+            "InactiveLimit=0",
+            "KillWait=5",
+            "TreeWidth=65533",
+            "LaunchParameters=use_interactive_step",
+        ]
+        gres = []
+        for node, port in zip(fx.nodes, node_ports):
+            gpu_part = f" Gres=gpu:{fx.gpu_type}:{len(node.gpus)}" if node.gpus else ""
+            lines.append(
+                f"NodeName={node.name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
+                f"Sockets={node.sockets} CoresPerSocket={node.cores_per_socket} "
+                f"ThreadsPerCore={node.threads_per_core} RealMemory=64000{gpu_part} State=UNKNOWN")
+            (self.run_dir / "spool" / node.name).mkdir(parents=True, exist_ok=True)
+            devdir = self.run_dir / "dev" / node.name
+            devdir.mkdir(parents=True, exist_ok=True)
+            for i, gpu in enumerate(node.gpus):
+                dev = devdir / f"nvidia{i}"
+                if not dev.exists():
+                    # slurmd insists on a character device; /dev/null's numbers do.
+                    os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))
+                cores = node.cores_of_numa(gpu.numa)
+                gres.append(f"NodeName={node.name} Name=gpu Type={fx.gpu_type} File={dev} "
+                            f"Cores={format_id_list(cores)}")
+        names = ",".join(n.name for n in fx.nodes)
+        lines.append(f"PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP")
+        (etc / "slurm.conf").write_text("\n".join(lines) + "\n")
+        (etc / "gres.conf").write_text("\n".join(gres) + "\n")
+
+    # ---- processes ----------------------------------------------------------
+    def _spawn(self, name: str, cmd: list) -> int:
+        log = open(self.run_dir / "log" / f"{name}.out", "ab")
+        proc = subprocess.Popen(cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        (self.run_dir / "pids").mkdir(exist_ok=True)
+        (self.run_dir / "pids" / f"{name}.pid").write_text(f"{proc.pid}\n")
+        return proc.pid
+
+    def _pids(self) -> dict:
+        out = {}
+        d = self.run_dir / "pids"
+        if d.is_dir():
+            for f in sorted(d.glob("*.pid")):
+                try:
+                    out[f.stem] = int(f.read_text().strip())
+                except ValueError:
+                    pass
+        return out
+
+    def _alive_ours(self, pid: int) -> bool:
+        return _proc_env(pid).get(RUN_MARK) == str(self.run_dir)
+
+    def start_slurmctld(self):
+        self._spawn("slurmctld", ["slurmctld", "-D"])
+        wait_for(lambda: self.run("scontrol", "ping", check=False, timeout=20).stdout.find("UP") >= 0,
+                 timeout=60, what="slurmctld to answer ping",
+                 on_timeout=lambda: self.tail("log/slurmctld.log"))
+
+    def stop_slurmctld(self, sig=signal.SIGTERM):
+        pid = self._pids().get("slurmctld")
+        if pid and self._alive_ours(pid):
+            os.kill(pid, sig)
+            wait_for(lambda: not self._alive_ours(pid), timeout=30, what="slurmctld to exit")
+
+    def start_slurmd(self, node: str):
+        self._spawn(f"slurmd.{node}", ["slurmd", "-D", "-N", node])
+
+    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
+        if select not in SELECT_TYPES:
+            raise ClusterError(f"--select must be one of {SELECT_TYPES}")
+        fx = fixture_mod.load(fixture_path)
+        plugin = Path(plugin) if plugin else find_plugin()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(1 + len(fx.nodes))
+        self._write_config(fx, select, plugin, ports)
+        self.state_file.write_text(json.dumps({
+            "fixture": str(Path(fixture_path).resolve()), "select": select,
+            "plugin": str(plugin), "nodes": [n.name for n in fx.nodes],
+            "slurmctld_port": ports[0]}, indent=1))
+        try:
+            self.start_slurmctld()
+            for node in fx.nodes:
+                self.start_slurmd(node.name)
+            self.wait_nodes_idle([n.name for n in fx.nodes])
+        except Exception:
+            self.down()
+            raise
+
+    def node_states(self) -> dict:
+        res = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False, timeout=20)
+        states = {}
+        for line in res.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                states[parts[0]] = parts[1]
+        return states
+
+    def wait_nodes_idle(self, nodes, timeout=90):
+        def ready():
+            st = self.node_states()
+            return all(st.get(n, "").rstrip("*") in ("idle", "mix", "alloc") for n in nodes)
+        wait_for(ready, timeout=timeout, what=f"nodes {','.join(nodes)} to become idle",
+                 on_timeout=lambda: f"sinfo: {self.node_states()}\n" + self.tail("log/slurmctld.log"))
+
+    def down(self, timeout=30):
+        pids = self._pids()
+        for pid in pids.values():
+            if self._alive_ours(pid):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(self._alive_ours(p) for p in pids.values()):
+            time.sleep(0.1)
+        # Whatever is left of this run (slurmstepd, job processes, a stuck
+        # daemon) carries our run mark; nothing else is touched.
+        for pid in marked_processes(self.run_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        wait_for(lambda: not marked_processes(self.run_dir), timeout=15,
+                 what="processes of this run to exit")
+        for pid in pids.values():
+            try:  # reap what we started ourselves (when up ran in this process)
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        d = self.run_dir / "pids"
+        if d.is_dir():
+            for f in d.glob("*.pid"):
+                f.unlink()
+
+    def status(self) -> dict:
+        st = self.state() if self.state_file.exists() else {}
+        procs = {name: (pid, self._alive_ours(pid)) for name, pid in self._pids().items()}
+        return {"run_dir": str(self.run_dir), "config": st, "processes": procs,
+                "nodes": self.node_states() if procs.get("slurmctld", (0, False))[1] else {}}
+
+    def exports(self) -> str:
+        env = self.env()
+        out = [f"export SLURM_CONF={env['SLURM_CONF']}", f"export {RUN_MARK}={self.run_dir}"]
+        if "KUBECONFIG" in env:
+            out.append(f"export KUBECONFIG={env['KUBECONFIG']}")
+        return "\n".join(out)
+
+    def tail(self, rel: str, lines: int = 40) -> str:
+        p = self.run_dir / rel
+        try:
+            return f"--- {p} ---\n" + "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return f"--- {p}: not there ---"
+
+
+def new_run_dir(prefix="k8s-cons-tres-") -> Path:
+    return Path(tempfile.mkdtemp(prefix=prefix))

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Shared fixtures for the real-cluster tests: every cluster gets its own run
+directory and free ports, and is always taken down, even on failure."""
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTSUITE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTSUITE))
+
+from harness.cluster import Cluster, new_run_dir  # noqa: E402
+
+FIXTURES = TESTSUITE / "fixtures"
+
+
+@pytest.fixture
+def cluster_factory():
+    started = []
+
+    def make(fixture="demo.json", select="k8s_cons_tres"):
+        c = Cluster(new_run_dir("k8s-cons-tres-test-"))
+        started.append(c)
+        c.up(str(FIXTURES / fixture), select=select)
+        return c
+
+    yield make
+    for c in started:
+        c.down()
+
+
+@pytest.fixture(scope="module")
+def demo_cluster():
+    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
+    try:
+        c.up(str(FIXTURES / "demo.json"))
+        yield c
+    finally:
+        c.down()

@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""configure refuses what cannot work, and says how to fix it."""
+import os
+import subprocess
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+CONFIGURE = TOP / "configure"
+
+
+def run_configure(tmp_path, *args, env_extra=None):
+    assert CONFIGURE.exists(), "run ./autogen.sh first"
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.run([str(CONFIGURE), *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def fake_slurm_tree(root: Path, version_number: int, configured: bool = True) -> Path:
+    for rel in ("slurm/slurm_version.h", "src/common/select.h", "src/common/node_conf.h",
+                "src/slurmctld/slurmctld.h"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("\n")
+    (root / "slurm/slurm_version.h").write_text(f"#define SLURM_VERSION_NUMBER {version_number:#x}\n")
+    if configured:
+        (root / "config.h").write_text("\n")
+    return root
+
+
+def installed_version() -> str:
+    out = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout
+    return out.split()[1]
+
+
+def test_missing_dependencies_are_named_with_their_package(tmp_path):
+    res = run_configure(tmp_path, env_extra={"PKG_CONFIG_LIBDIR": str(tmp_path / "none"),
+                                             "PKG_CONFIG_PATH": ""})
+    assert res.returncode != 0
+    for pkg in ("libcurl4-openssl-dev", "libhwloc-dev", "libyaml-cpp-dev", "rapidjson-dev", "catch2"):
+        assert f"apt-get install {pkg}" in res.stderr, res.stderr
+    assert "build-aux/install-deps.sh" in res.stderr
+
+
+def test_missing_slurm_headers_named(tmp_path):
+    res = run_configure(tmp_path, "SLURM_INCLUDEDIR=" + str(tmp_path / "nowhere"))
+    assert res.returncode != 0
+    assert "apt-get install libslurm-dev" in res.stderr, res.stderr
+
+
+def test_mismatched_slurm_source_is_refused(tmp_path):
+    major, minor, micro = (int(x) for x in installed_version().split("."))
+    other = (major << 16) | (minor << 8) | (micro + 1)
+    tree = fake_slurm_tree(tmp_path / "slurm", other)
+    build = tmp_path / "build"
+    build.mkdir()
+    res = run_configure(build, f"--with-slurm-source={tree}")
+    assert res.returncode != 0
+    assert "Slurm version mismatch" in res.stderr, res.stderr
+    assert f"{major:02d}.{minor:02d}.{micro + 1}" in res.stderr
+    assert f"installed slurmctld is {installed_version()}" in res.stderr
+    assert "--with-slurm-source" in res.stderr
+
+
+def test_unconfigured_slurm_source_is_refused(tmp_path):
+    major, minor, micro = (int(x) for x in installed_version().split("."))
+    tree = fake_slurm_tree(tmp_path / "slurm", (major << 16) | (minor << 8) | micro, configured=False)
+    build = tmp_path / "build"
+    build.mkdir()
+    res = run_configure(build, f"--with-slurm-source={tree}")
+    assert res.returncode != 0
+    assert "config.h not found" in res.stderr and "./configure" in res.stderr, res.stderr
+
+
+def test_matching_fake_source_passes_the_version_check(tmp_path):
+    """The same tree with the right version gets past the check (proves the
+    refusal above is about the version, not about the fake tree)."""
+    major, minor, micro = (int(x) for x in installed_version().split("."))
+    tree = fake_slurm_tree(tmp_path / "slurm", (major << 16) | (minor << 8) | micro)
+    build = tmp_path / "build"
+    build.mkdir()
+    res = run_configure(build, f"--with-slurm-source={tree}", "--with-plugindir=/tmp/x")
+    assert "version mismatch" not in res.stderr
+    assert res.returncode == 0, res.stderr
