@@ -20,3 +20,12 @@ select_k8s_cons_tres_la_LIBADD = libk8sdra_core.la $(PTHREAD_LIBS)
 EXTRA_DIST += plugin/select_k8s_cons_tres.map
 # The core is C++: link with the C++ driver so libstdc++ comes along.
 nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc
+
+print-plugindir:
+	@echo $(plugindir)
+.PHONY: print-plugindir
+# The .la file is of no use to slurmctld.
+install-data-hook:
+	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.la
+uninstall-local:
+	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.so

@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""make install puts the plugin into Slurm's PluginDir, exporting only Slurm's
+entry points."""
+import subprocess
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+BUILD = TOP / "build"
+
+
+def test_installed_plugin_exports_only_slurm_symbols(tmp_path):
+    assert (BUILD / "Makefile").exists(), "build first: build-aux/build.sh"
+    subprocess.run(["make", "-C", str(BUILD), "install", f"DESTDIR={tmp_path}"], check=True,
+                   capture_output=True, timeout=300)
+    plugindir = subprocess.run(["make", "-s", "-C", str(BUILD), "print-plugindir"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+    so = tmp_path / plugindir.lstrip("/") / "select_k8s_cons_tres.so"
+    assert so.is_file(), list(tmp_path.rglob("*"))
+    assert not list(so.parent.glob("*.a")), "no static archive of a plugin"
+    res = subprocess.run([str(TOP / "testsuite" / "check-plugin-exports.sh"), str(so)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout
+    names = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True,
+                           text=True).stdout
+    assert "_Z" not in names and "rapidjson" not in names.lower() and "k8sdra" not in names
