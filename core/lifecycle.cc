@@ -4,12 +4,15 @@
 // is reached through the C ABI, so nothing may throw past these functions.
 #include "k8s_config.h"
 #include "core/k8sdra.h"
+#include "core/plugin_config.h"
 
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -17,7 +20,8 @@ namespace {
 
 class Core {
 public:
-    explicit Core(k8sdra_log_fn log) : log_(log) {
+    Core(k8sdra_log_fn log, std::optional<k8sdra::PluginConfig> config)
+        : log_(log), config_(std::move(config)) {
         thread_ = std::thread([this] { run(); });
     }
     ~Core() {
@@ -46,6 +50,7 @@ private:
     }
 
     k8sdra_log_fn log_;
+    std::optional<k8sdra::PluginConfig> config_;  // none: Kubernetes integration off
     std::mutex mu_;
     std::condition_variable cv_;
     bool stopping_ = false;
@@ -70,8 +75,25 @@ extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
             set_error(err, errlen, "core already started");
             return K8SDRA_ESTATE;
         }
-        g_core = std::make_unique<Core>(args ? args->log : nullptr);
-        g_core->log(K8SDRA_LOG_INFO, std::string("core ") + k8sdra_version() + " started");
+        const k8sdra_log_fn log = args ? args->log : nullptr;
+        std::optional<k8sdra::PluginConfig> config;
+        std::string mode = "Kubernetes integration off (no configuration)";
+        if (args && args->conf_path) {
+            const std::string path = args->conf_path;
+            if (std::filesystem::exists(path)) {
+                auto loaded = k8sdra::load_plugin_config(path);
+                if (!loaded.config) {
+                    set_error(err, errlen, loaded.error);
+                    return K8SDRA_EINVAL;
+                }
+                config = std::move(loaded.config);
+                mode = "configuration " + path;
+            } else {
+                mode = "no " + path + ": Kubernetes integration is OFF, every node is scheduled as by select/cons_tres";
+            }
+        }
+        g_core = std::make_unique<Core>(log, std::move(config));
+        g_core->log(K8SDRA_LOG_INFO, std::string("core ") + k8sdra_version() + " started; " + mode);
         return K8SDRA_OK;
     } catch (const std::exception &e) {
         set_error(err, errlen, std::string("core start failed: ") + e.what());

@@ -37,7 +37,11 @@ extern int init(void)
 {
 	if (inner_select_init() != SLURM_SUCCESS)
 		return SLURM_ERROR;
-	return core_bridge_start();
+	if (core_bridge_start() != SLURM_SUCCESS) {
+		inner_select_fini();
+		return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
 }
 
 extern int fini(void)

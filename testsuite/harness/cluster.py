@@ -242,7 +242,8 @@ class Cluster:
     def start_slurmd(self, node: str):
         self._spawn(f"slurmd.{node}", ["slurmd", "-D", "-N", node])
 
-    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
+    def prepare(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
+        """Write the run directory's configuration; start nothing."""
         if select not in SELECT_TYPES:
             raise ClusterError(f"--select must be one of {SELECT_TYPES}")
         fx = fixture_mod.load(fixture_path)
@@ -254,6 +255,14 @@ class Cluster:
             "fixture": str(Path(fixture_path).resolve()), "select": select,
             "plugin": str(plugin), "nodes": [n.name for n in fx.nodes],
             "slurmctld_port": ports[0]}, indent=1))
+        return fx
+
+    @property
+    def plugin_conf(self) -> Path:
+        return self.run_dir / "etc" / "k8s_cons_tres.conf"
+
+    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
+        fx = self.prepare(fixture_path, select, plugin)
         try:
             self.start_slurmctld()
             for node in fx.nodes:

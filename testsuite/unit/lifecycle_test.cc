@@ -2,7 +2,9 @@
 // The core's lifecycle through its C ABI, as the plugin drives it.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -32,7 +34,7 @@ TEST_CASE("core starts once, refuses a second start, and stops cleanly") {
     REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
     CHECK(std::strlen(err) == 0);
     CHECK(k8sdra_running() == 1);
-    CHECK(logged(std::string("1:core ") + k8sdra_version() + " started"));
+    CHECK(logged(std::string("1:core ") + k8sdra_version() + " started; Kubernetes integration off"));
 
     CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_ESTATE);
     CHECK(std::string(err) == "core already started");
@@ -50,5 +52,41 @@ TEST_CASE("core starts once, refuses a second start, and stops cleanly") {
 TEST_CASE("core start tolerates a NULL argument block and no logger") {
     REQUIRE(k8sdra_start(nullptr, nullptr, 0) == K8SDRA_OK);
     CHECK(k8sdra_running() == 1);
+    k8sdra_stop();
+}
+
+namespace {
+std::string write_temp(const std::string &text) {
+    char path[] = "/tmp/k8slifeXXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    close(fd);
+    return path;
+}
+}  // namespace
+
+TEST_CASE("a bad configuration file stops the start with the file's own error") {
+    const std::string path = write_temp("InCluster=yes\nColour=blue\n");
+    k8sdra_start_args args{path.c_str(), capture};
+    char err[256];
+    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(std::string(err).find(path + ":2: unknown key 'Colour'") == 0);
+    CHECK(k8sdra_running() == 0);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("a good configuration file is used; a missing one means integration off") {
+    const std::string path = write_temp("InCluster=yes\n");
+    k8sdra_start_args args{path.c_str(), capture};
+    char err[256];
+    REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
+    CHECK(logged("started; configuration " + path));
+    k8sdra_stop();
+    std::remove(path.c_str());
+
+    k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture};
+    REQUIRE(k8sdra_start(&missing, err, sizeof err) == K8SDRA_OK);
+    CHECK(logged("no /nonexistent/k8s_cons_tres.conf: Kubernetes integration is OFF"));
     k8sdra_stop();
 }

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// k8s_cons_tres.conf: the plugin's own configuration, beside slurm.conf.
+// Slurm style: one Key=Value per line, '#' starts a comment, keys are
+// case-insensitive. Anything unknown or malformed is an error that names the
+// file and line, so a typo stops start-up instead of silently changing policy.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace k8sdra {
+
+struct PluginConfig {
+    // Where the API server is: a kubeconfig, or in-cluster service account,
+    // or an explicit server URL with token file and CA.
+    std::string kubeconfig;          // Kubeconfig=
+    bool in_cluster = false;         // InCluster=yes
+    std::string api_server;          // APIServer=
+    std::string token_file;          // TokenFile=
+    std::string ca_file;             // CertificateAuthority=
+    bool insecure_skip_tls_verify = false;  // InsecureSkipTLSVerify= (only when set explicitly)
+
+    std::string claim_namespace = "slurm";  // ClaimNamespace=
+    std::string cluster_label;              // ClusterLabel= (default: Slurm ClusterName)
+
+    std::string cpu_driver = "dra.cpu";                        // CPUDriver=
+    std::vector<std::string> gpu_drivers = {"gpu.nvidia.com"};  // GPUDrivers=
+    std::string cpu_device_class = "dra.cpu";                  // CPUDeviceClass=
+    std::string gpu_device_class = "gpu.nvidia.com";           // GPUDeviceClass=
+    bool gres_by_pci_bus = false;                              // GPUIndexOrder=minor|pcibusid
+
+    // Slurm node name -> Kubernetes node name: "%n" is the Slurm name.
+    std::string node_name_format = "%n";                 // K8sNodeName=
+    std::map<std::string, std::string> node_name_map;    // NodeNameMap=slurm:k8s,...
+    bool kubernetes_nodes_all = true;                    // KubernetesNodes= unset: every node with slices
+
+    std::chrono::seconds stale_after{60};        // StaleAfter=
+    std::chrono::seconds request_timeout{10};    // RequestTimeout=
+    size_t claim_queue_limit = 100000;           // ClaimQueueLimit=
+    int log_level = 1;                           // DebugLevel=error|info|verbose|debug
+
+    // The Kubernetes node name of a Slurm node.
+    std::string k8s_node_name(const std::string &slurm_node) const;
+};
+
+struct ConfigResult {
+    std::optional<PluginConfig> config;  // set on success
+    std::string error;                   // "FILE:LINE: what is wrong; how to fix", on failure
+};
+
+// Parses text as if read from `path` (used in messages).
+ConfigResult parse_plugin_config(const std::string &text, const std::string &path);
+
+// Reads and parses `path`. A missing file is an error too: the caller
+// decides whether that means "run as plain cons_tres".
+ConfigResult load_plugin_config(const std::string &path);
+
+}  // namespace k8sdra
