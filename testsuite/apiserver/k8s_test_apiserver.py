@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Kubernetes test API server for select/k8s_cons_tres: HTTPS + bearer
+tokens, resource.k8s.io/v1 ResourceSlices, DeviceClasses and ResourceClaims
+(with /status), list/watch/patch semantics of kube-apiserver, and run-time
+fault injection.  See testsuite/apiserver/README.md."""
+
+import argparse
+import os
+import sys
+
+sys.dont_write_bytecode = True   # keep the source tree free of __pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from ktas.app import App  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--dir", required=True,
+                   help="run directory (certificates, tokens, kubeconfig, "
+                   "server.json)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0,
+                   help="HTTPS port; 0 picks a free one")
+    p.add_argument("--seed", action="append", metavar="FILE.json",
+                   help='objects to create at start: {"items": [...]}; '
+                   "claims keep their status")
+    p.add_argument("--history", type=int, default=10000,
+                   help="watch events kept; older resourceVersions get 410")
+    p.add_argument("--synthetic-nodes", type=int, default=0, metavar="N",
+                   help="add N nodes' slices (128-CPU dra.cpu pool + 8 GPUs)")
+    p.add_argument("--bookmark-interval", type=float, default=5.0,
+                   metavar="SECONDS", help="BOOKMARK period on watches")
+    p.add_argument("--watch-timeout", type=float, default=1800.0,
+                   metavar="SECONDS",
+                   help="watch length when timeoutSeconds is not given")
+    p.add_argument("--verbose", action="store_true", help="log requests")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    App(parse_args(argv)).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

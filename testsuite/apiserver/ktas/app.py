@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Wires the pieces together: store, API, faults, stats, listeners, run
+directory files (server.json is written last, atomically)."""
+
+import json
+import os
+import signal
+import threading
+import time
+
+from . import certs, synthetic
+from .api import Api
+from .auth import Authenticator, BUILTIN_RULES
+from .control import Control, Stats
+from .faults import Faults
+from .resources import TYPES, NAMESPACES, RESOURCE_SLICES
+from .server import ApiServer, ControlServer
+from .status import ApiError
+from .store import Store
+from .watches import Watches
+
+
+class App:
+    def __init__(self, opts):
+        self.opts = opts
+        self.verbose = opts.verbose
+        self.store = Store(history_limit=opts.history)
+        self.api = Api(self.store)
+        self.faults = Faults()
+        self.stats = Stats()
+        self.control = Control(self)
+        self.watches = Watches(self, opts.bookmark_interval,
+                               opts.watch_timeout)
+        self.auth = Authenticator()
+        self.server = None
+        self.control_server = None
+        self.stop_event = threading.Event()
+
+    # ------------------------------------------------------------ content
+    def seed_defaults(self):
+        for ns in ("default", "kube-system", "kube-public"):
+            self.api.create(NAMESPACES, "", {"metadata": {"name": ns}})
+
+    def seed_file(self, path):
+        with open(path) as f:
+            doc = json.load(f)
+        items = doc.get("items", []) if isinstance(doc, dict) else doc
+        by_kind = {t.kind: t for t in TYPES}
+        for item in items:
+            rtype = by_kind.get(item.get("kind"))
+            if rtype is None:
+                raise SystemExit(f"{path}: unsupported kind "
+                                 f"{item.get('kind')!r}")
+            ns = ((item.get("metadata") or {}).get("namespace") or
+                  "default") if rtype.namespaced else ""
+            if rtype is NAMESPACES and self.store.get(
+                    NAMESPACES, item["metadata"]["name"]):
+                continue
+            if rtype.namespaced and not self.store.get(NAMESPACES, ns):
+                self.api.create(NAMESPACES, "", {"metadata": {"name": ns}})
+            try:
+                self.api.create(rtype, ns, item, keep_status=True)
+            except ApiError as err:
+                raise SystemExit(f"{path}: cannot seed "
+                                 f"{item.get('kind')} "
+                                 f"{item.get('metadata', {}).get('name')}: "
+                                 f"{err.message}") from None
+
+    def load_synthetic(self, nodes):
+        t0 = time.monotonic()
+        entries = synthetic.generate(nodes, self.store.rv + 1)
+        self.store.load_bulk(RESOURCE_SLICES, entries)
+        if self.verbose:
+            print(f"ktas: {len(entries)} synthetic slices in "
+                  f"{time.monotonic() - t0:.2f}s", flush=True)
+
+    # ------------------------------------------------------------ running
+    def run(self):
+        opts = self.opts
+        rundir = opts.dir
+        os.makedirs(rundir, exist_ok=True)
+        server_json = os.path.join(rundir, "server.json")
+        if os.path.exists(server_json):
+            os.unlink(server_json)
+        certs.ensure_certs(rundir)
+        tokens = certs.ensure_tokens(rundir)
+        for role, tok in tokens.items():
+            self.auth.add(tok, role, BUILTIN_RULES[role])
+            self.auth.add_cert_user(role, BUILTIN_RULES[role])
+        self.seed_defaults()
+        for path in opts.seed or []:
+            self.seed_file(path)
+        if opts.synthetic_nodes:
+            self.load_synthetic(opts.synthetic_nodes)
+        self.server = ApiServer(self, opts.host, opts.port,
+                                os.path.join(rundir, "server.crt"),
+                                os.path.join(rundir, "server.key"),
+                                os.path.join(rundir, "ca.crt"))
+        self.control_server = ControlServer(self, "127.0.0.1")
+        url = f"https://{opts.host}:{self.server.port}"
+        control_url = f"http://127.0.0.1:{self.control_server.server_port}"
+        certs.write_kubeconfigs(rundir, url, tokens)
+        self.server.start()
+        threading.Thread(target=self.control_server.serve_forever,
+                         daemon=True).start()
+        certs.write_atomic(server_json, json.dumps(
+            {"url": url, "pid": os.getpid(), "controlUrl": control_url,
+             "port": self.server.port}) + "\n", 0o644)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stop_event.set())
+        while not self.stop_event.wait(3600):
+            pass
+        self.shutdown()
+
+    def shutdown(self):
+        self.faults.stop()
+        self.store.drop_watches()
+        self.server.stop()
+        self.control_server.shutdown()
+        self.control_server.server_close()

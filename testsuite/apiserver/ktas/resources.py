@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The resource types this server knows: names, scope, selectable fields,
+validation hooks and the discovery entries derived from them."""
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from . import validation
+
+ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch",
+             "update", "watch"]
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    name: str            # plural, e.g. "resourceslices"
+    singular: str
+    kind: str
+    group: str           # "" for core
+    version: str
+    namespaced: bool
+    has_status: bool = False
+    fields: tuple = ()   # selectable fields beyond metadata.name/namespace
+    validate_create: Optional[Callable] = None
+    validate_update: Optional[Callable] = None
+    validate_status: Optional[Callable] = None
+    short_names: tuple = field(default=())
+
+    @property
+    def api_version(self):
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self):
+        return f"{self.name}.{self.group}" if self.group else self.name
+
+    @property
+    def selectable(self):
+        return {"metadata.name", "metadata.namespace"} | set(self.fields)
+
+    def field_values(self, obj):
+        meta = obj.get("metadata") or {}
+        out = {"metadata.name": meta.get("name", ""),
+               "metadata.namespace": meta.get("namespace", "")}
+        for path in self.fields:
+            cur = obj
+            for part in path.split("."):
+                cur = cur.get(part) if isinstance(cur, dict) else None
+            out[path] = "" if cur is None else str(cur)
+        return out
+
+
+RESOURCE_SLICES = ResourceType(
+    "resourceslices", "resourceslice", "ResourceSlice", "resource.k8s.io",
+    "v1", False, fields=("spec.driver", "spec.nodeName"),
+    validate_create=validation.resource_slice,
+    validate_update=validation.resource_slice_update)
+
+DEVICE_CLASSES = ResourceType(
+    "deviceclasses", "deviceclass", "DeviceClass", "resource.k8s.io", "v1",
+    False, validate_create=validation.device_class,
+    validate_update=lambda old, new: validation.device_class(new))
+
+RESOURCE_CLAIMS = ResourceType(
+    "resourceclaims", "resourceclaim", "ResourceClaim", "resource.k8s.io",
+    "v1", True, has_status=True,
+    validate_create=validation.resource_claim,
+    validate_update=validation.resource_claim_update,
+    validate_status=validation.resource_claim_status)
+
+NAMESPACES = ResourceType(
+    "namespaces", "namespace", "Namespace", "", "v1", False,
+    has_status=True, short_names=("ns",))
+
+TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES]
+BY_GROUP_VERSION = {}
+for _t in TYPES:
+    BY_GROUP_VERSION.setdefault((_t.group, _t.version), {})[_t.name] = _t
+
+
+def lookup(group, version, name):
+    return BY_GROUP_VERSION.get((group, version), {}).get(name)
+
+
+def api_resource_list(group, version):
+    types = BY_GROUP_VERSION.get((group, version), {})
+    resources = []
+    for rt in types.values():
+        resources.append({"name": rt.name, "singularName": rt.singular,
+                          "namespaced": rt.namespaced, "kind": rt.kind,
+                          "verbs": ALL_VERBS,
+                          **({"shortNames": list(rt.short_names)}
+                             if rt.short_names else {})})
+        if rt.has_status:
+            resources.append({"name": rt.name + "/status", "singularName": "",
+                              "namespaced": rt.namespaced, "kind": rt.kind,
+                              "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources}
+
+
+def api_group(group):
+    versions = sorted({v for (g, v) in BY_GROUP_VERSION if g == group})
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+
+def api_group_list():
+    groups = sorted({g for (g, _) in BY_GROUP_VERSION if g})
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [api_group(g) for g in groups]}
+
+
+def api_versions():
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                            "serverAddress": "127.0.0.1"}]}
