@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/inventory.h"
+
+#include "core/pool_select.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace k8sdra {
+
+NodeView NodeEntry::view() const {
+    NodeView v;
+    v.cpu = topology.cpu.get();
+    v.gpus = topology.gpus.data();
+    v.ngpus = topology.gpus.size();
+    v.free_cpus = ledger.free_cpus().data();
+    v.free_gpus = ledger.free_gpus();
+    v.numa_counts = ledger.numa_counts();
+    return v;
+}
+
+bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids) {
+    ids->clear();
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t end = text.find(',', pos);
+        if (end == std::string::npos)
+            end = text.size();
+        const std::string part = text.substr(pos, end - pos);
+        const size_t dash = part.find('-');
+        int32_t lo = 0, hi = 0;
+        const std::string a = part.substr(0, dash);
+        const std::string b = dash == std::string::npos ? a : part.substr(dash + 1);
+        auto r1 = std::from_chars(a.data(), a.data() + a.size(), lo);
+        auto r2 = std::from_chars(b.data(), b.data() + b.size(), hi);
+        if (a.empty() || b.empty() || r1.ec != std::errc() || r2.ec != std::errc() ||
+            r1.ptr != a.data() + a.size() || r2.ptr != b.data() + b.size() || lo < 0 ||
+            hi < lo || hi - lo > 65536)
+            return false;
+        for (int32_t i = lo; i <= hi; ++i)
+            ids->push_back(i);
+        pos = end + 1;
+    }
+    return !ids->empty();
+}
+
+std::shared_ptr<const CpuTopology> Inventory::intern(std::shared_ptr<const CpuTopology> t) {
+    auto [it, fresh] = interned_.try_emplace(t->fingerprint(), t);
+    return it->second;
+}
+
+NodeEntry &Inventory::add_node(NodeTopology topo) {
+    NodeEntry e;
+    e.name = topo.node;
+    if (topo.cpu)
+        topo.cpu = intern(topo.cpu);
+    const size_t ncpus = topo.cpu ? topo.cpu->cpus.size() : 0;
+    e.ledger = topo.cpu ? NodeLedger(topo.cpu.get(), topo.gpus.size())
+                        : NodeLedger(ncpus, topo.gpus.size());
+    e.topology = std::move(topo);
+    auto [it, fresh] = by_name_.try_emplace(e.name, nodes_.size());
+    if (fresh)
+        nodes_.push_back(std::move(e));
+    else
+        nodes_[it->second] = std::move(e);
+    return nodes_[it->second];
+}
+
+const NodeEntry *Inventory::node(const std::string &name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : &nodes_[it->second];
+}
+
+NodeEntry *Inventory::node(const std::string &name) {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : &nodes_[it->second];
+}
+
+Inventory Inventory::build(const std::vector<ResourceSlice> &slices,
+                           const std::vector<ClaimHolding> &claims,
+                           const InventoryOptions &opts) {
+    Inventory inv;
+    for (auto &[name, ns] : select_pools(slices)) {
+        BuildResult r = build_node_topology(name, ns.complete, {opts.gres_order});
+        if (!r.ok)
+            r.topology = NodeTopology{name, nullptr, {}};
+        NodeEntry &e = inv.add_node(std::move(r.topology));
+        e.invalid = r.error;
+        e.warnings = std::move(r.warnings);
+        if (e.invalid.empty() && !e.topology.cpu)
+            e.invalid = ns.incomplete.empty() ? "no dra.cpu devices"
+                                              : "incomplete " + ns.incomplete.front();
+        for (const std::string &inc : ns.incomplete)
+            e.warnings.push_back("incomplete " + inc);
+    }
+    for (const ClaimHolding &c : claims)
+        if (c.allocated)
+            inv.apply_claim(c, opts);
+    return inv;
+}
+
+namespace {
+
+// The holder a claim stands for: its Slurm job when labelled, else itself.
+Holder holder_of(const ClaimHolding &c, const InventoryOptions &opts) {
+    auto it = c.labels.find(opts.job_label);
+    uint32_t job = 0;
+    if (it != c.labels.end()) {
+        const std::string &v = it->second;
+        auto r = std::from_chars(v.data(), v.data() + v.size(), job);
+        if (r.ec == std::errc() && r.ptr == v.data() + v.size())
+            return Holder::of_job(job);
+    }
+    return Holder::of_claim(c.ns, c.name);
+}
+
+// Grouped mode without a cpuset: the driver picks the CPUs, we only know how
+// many; count them against the group's highest free CPUs.
+bool take_from_group(const CpuTopology &t, const Words &group, const Words &free,
+                     int64_t count, Words &out) {
+    for (size_t i = t.cpus.size(); i-- > 0 && count > 0;) {
+        if (bit_test(group, i) && bit_test(free, i) && !bit_test(out, i)) {
+            bit_set(out, i);
+            --count;
+        }
+    }
+    return count == 0;
+}
+
+}  // namespace
+
+void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts) {
+    const Holder who = holder_of(c, opts);
+    const std::string tag = "claim " + c.ns + "/" + c.name + ": ";
+    std::map<std::string, std::pair<Words, uint64_t>> per_node;
+    for (const AllocationResult &r : c.results) {
+        NodeEntry *e = node(c.nodeName.empty() ? r.pool : c.nodeName);
+        if (!e || !e->topology.cpu) {
+            claim_errors_.push_back(tag + "node of pool " + r.pool + " is not usable");
+            continue;
+        }
+        const CpuTopology &t = *e->topology.cpu;
+        auto &[cpus, gpus] = per_node[e->name];
+        cpus.resize(t.words, 0);
+        if (r.driver == kCpuDriver) {
+            auto it = t.by_device.find(r.device);
+            if (it == t.by_device.end()) {
+                claim_errors_.push_back(tag + "unknown device " + r.device);
+            } else if (!t.grouped) {
+                bit_set(cpus, it->second);
+            } else {
+                std::vector<int32_t> ids;
+                if (!c.opaqueCpuset.empty() && parse_cpuset(c.opaqueCpuset, &ids)) {
+                    for (int32_t id : ids)
+                        if (int64_t i = t.cpu_index(id); i >= 0 &&
+                                bit_test(t.groups[it->second].mask, static_cast<size_t>(i)))
+                            bit_set(cpus, static_cast<size_t>(i));
+                } else {
+                    auto q = r.consumedCapacity.find("dra.cpu/cpu");
+                    int64_t n = 0;
+                    if (q != r.consumedCapacity.end())
+                        std::from_chars(q->second.data(), q->second.data() + q->second.size(), n);
+                    if (!take_from_group(t, t.groups[it->second].mask,
+                                         e->ledger.free_cpus(), n, cpus))
+                        claim_errors_.push_back(tag + "group " + r.device +
+                                                " has too few free CPUs");
+                }
+            }
+        } else {
+            const auto &g = e->topology.gpus;
+            auto it = std::find_if(g.begin(), g.end(), [&](const GpuInfo &x) {
+                return x.driver == r.driver && x.device == r.device;
+            });
+            if (it != g.end())
+                gpus |= uint64_t{1} << (it - g.begin());
+            else if (r.driver == kNvidiaDriver || r.driver == kExampleGpuDriver)
+                claim_errors_.push_back(tag + "unknown device " + r.device);
+        }
+    }
+    for (auto &[name, held] : per_node) {
+        std::string err;
+        if (!node(name)->ledger.hold(who, held.first, held.second, &err))
+            claim_errors_.push_back(tag + "on " + name + ": " + err);
+    }
+}
+
+bool Inventory::job_begin(const std::string &node_name, uint32_t job,
+                          const std::vector<uint32_t> &cpus,
+                          const std::vector<uint32_t> &gpus, std::string *err) {
+    NodeEntry *e = node(node_name);
+    if (!e || !e->topology.cpu) {
+        *err = "node " + node_name + " is not in the inventory";
+        return false;
+    }
+    Words mask(e->topology.cpu->words, 0);
+    for (uint32_t c : cpus) {
+        if (c >= e->topology.cpu->cpus.size()) {
+            *err = "CPU index " + std::to_string(c) + " does not exist on " + node_name;
+            return false;
+        }
+        bit_set(mask, c);
+    }
+    uint64_t g = 0;
+    for (uint32_t i : gpus) {
+        if (i >= 64 || i >= e->topology.gpus.size()) {
+            *err = "GPU index " + std::to_string(i) + " does not exist on " + node_name;
+            return false;
+        }
+        g |= uint64_t{1} << i;
+    }
+    return e->ledger.hold(Holder::of_job(job), mask, g, err);
+}
+
+size_t Inventory::job_end(uint32_t job) {
+    size_t n = 0;
+    for (NodeEntry &e : nodes_)
+        n += e.ledger.release(Holder::of_job(job));
+    return n;
+}
+
+}  // namespace k8sdra

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/ledger.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace k8sdra {
+
+std::string Holder::str() const {
+    return kind == Kind::Claim ? "claim " + claim : "job " + std::to_string(job);
+}
+
+NodeLedger::NodeLedger(size_t ncpus, size_t ngpus)
+    : ncpus_(ncpus), ngpus_(std::min<size_t>(ngpus, 64)), free_cpus_(words_for(ncpus), 0) {
+    for (size_t i = 0; i < ncpus; ++i)
+        bit_set(free_cpus_, i);
+    free_gpus_ = ngpus_ == 64 ? ~uint64_t{0} : (uint64_t{1} << ngpus_) - 1;
+}
+
+NodeLedger::NodeLedger(const CpuTopology *topo, size_t ngpus)
+    : NodeLedger(topo ? topo->cpus.size() : 0, ngpus) {
+    topo_ = topo;
+    refresh_counts();
+}
+
+void NodeLedger::refresh_counts() {
+    if (!topo_ || topo_->numas.size() > 64)
+        return;
+    const size_t nn = topo_->numas.size();
+    inline_counts_.fill({});
+    numa_counts_.assign(nn > inline_counts_.size() ? nn : 0, {});
+    NumaCounts *counts = nn > inline_counts_.size() ? numa_counts_.data() : inline_counts_.data();
+    for (const CoreInfo &k : topo_->cores) {
+        uint32_t free = 0;
+        for (uint32_t j = 0; j < k.nthreads; ++j)
+            free += bit_test(free_cpus_, k.first_cpu + j);
+        NumaCounts &n = counts[k.numa];
+        n.free_cpus = static_cast<uint16_t>(n.free_cpus + free);
+        n.whole_cores = static_cast<uint16_t>(n.whole_cores + (free == k.nthreads));
+        n.any_cores = static_cast<uint16_t>(n.any_cores + (free > 0));
+    }
+}
+
+const NumaCounts *NodeLedger::numa_counts() const {
+    if (!topo_ || topo_->numas.size() > 64)
+        return nullptr;
+    return numa_counts_.empty() ? inline_counts_.data() : numa_counts_.data();
+}
+
+uint32_t NodeLedger::free_cpu_count() const {
+    return popcount(free_cpus_.data(), free_cpus_.size());
+}
+
+uint32_t NodeLedger::free_gpu_count() const {
+    return static_cast<uint32_t>(std::popcount(free_gpus_));
+}
+
+uint32_t NodeLedger::free_core_count(const CpuTopology &t) const {
+    if (t.uniform_threads) {
+        uint32_t n = 0;
+        for (size_t i = 0; i < free_cpus_.size(); ++i) {
+            uint64_t x = free_cpus_[i];
+            for (uint32_t s = 1; s < t.uniform_threads; s *= 2)
+                x &= x >> s;  // cores never straddle words: sizes divide 64
+            n += static_cast<uint32_t>(std::popcount(x & t.core_leads[i]));
+        }
+        return n;
+    }
+    uint32_t n = 0;
+    for (const CoreInfo &k : t.cores) {
+        bool all = true;
+        for (uint32_t j = 0; j < k.nthreads; ++j)
+            all = all && bit_test(free_cpus_, k.first_cpu + j);
+        n += all;
+    }
+    return n;
+}
+
+bool NodeLedger::hold(const Holder &who, const Words &cpus, uint64_t gpus,
+                      std::string *err) {
+    const uint64_t all_gpus = ngpus_ == 64 ? ~uint64_t{0} : (uint64_t{1} << ngpus_) - 1;
+    if (gpus & ~all_gpus) {
+        *err = "GPU index " + std::to_string(std::countr_zero(gpus & ~all_gpus)) +
+               " does not exist";
+        return false;
+    }
+    for (size_t i = 0; i < cpus.size(); ++i) {
+        const uint64_t extra = i < free_cpus_.size() ? cpus[i] & ~free_cpus_[i] : cpus[i];
+        if (!extra)
+            continue;
+        const size_t cpu = i * 64 + static_cast<size_t>(std::countr_zero(extra));
+        std::string owner = "nobody (no such CPU)";
+        for (const Holding &h : holdings_)
+            if (cpu < ncpus_ && bit_test(h.cpus, cpu))
+                owner = h.who.str();
+        *err = "CPU index " + std::to_string(cpu) + " is held by " + owner;
+        return false;
+    }
+    if (gpus & ~free_gpus_) {
+        const auto g = static_cast<size_t>(std::countr_zero(gpus & ~free_gpus_));
+        std::string owner;
+        for (const Holding &h : holdings_)
+            if ((h.gpus >> g) & 1U)
+                owner = h.who.str();
+        *err = "GPU index " + std::to_string(g) + " is held by " + owner;
+        return false;
+    }
+    Words mine(free_cpus_.size(), 0);
+    for (size_t i = 0; i < cpus.size() && i < mine.size(); ++i) {
+        mine[i] = cpus[i];
+        free_cpus_[i] &= ~cpus[i];
+    }
+    free_gpus_ &= ~gpus;
+    refresh_counts();
+    for (Holding &h : holdings_) {
+        if (h.who == who) {  // a holder may grow (several claims results)
+            for (size_t i = 0; i < mine.size(); ++i)
+                h.cpus[i] |= mine[i];
+            h.gpus |= gpus;
+            return true;
+        }
+    }
+    holdings_.push_back({who, std::move(mine), gpus});
+    return true;
+}
+
+bool NodeLedger::release(const Holder &who) {
+    auto it = std::find_if(holdings_.begin(), holdings_.end(),
+                           [&](const Holding &h) { return h.who == who; });
+    if (it == holdings_.end())
+        return false;
+    for (size_t i = 0; i < free_cpus_.size(); ++i)
+        free_cpus_[i] |= it->cpus[i];
+    free_gpus_ |= it->gpus;
+    holdings_.erase(it);
+    refresh_counts();
+    return true;
+}
+
+Words NodeLedger::held_cpus(Holder::Kind kind) const {
+    Words out(free_cpus_.size(), 0);
+    for (const Holding &h : holdings_)
+        if (h.who.kind == kind)
+            for (size_t i = 0; i < out.size(); ++i)
+                out[i] |= h.cpus[i];
+    return out;
+}
+
+uint64_t NodeLedger::held_gpus(Holder::Kind kind) const {
+    uint64_t g = 0;
+    for (const Holding &h : holdings_)
+        if (h.who.kind == kind)
+            g |= h.gpus;
+    return g;
+}
+
+}  // namespace k8sdra

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Who holds each device of a node: free, a Kubernetes claim, or a Slurm job.
+// Free sets are kept as words, so counting them costs O(words).
+#pragma once
+
+#include "core/cpu_mask.h"
+#include "core/topology.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace k8sdra {
+
+struct Holder {
+    enum class Kind : uint8_t { Claim, Job };
+    Kind kind = Kind::Claim;
+    std::string claim;  // "namespace/name" for claims
+    uint32_t job = 0;   // job id for jobs
+
+    static Holder of_claim(const std::string &ns, const std::string &name) {
+        return {Kind::Claim, ns + "/" + name, 0};
+    }
+    static Holder of_job(uint32_t id) { return {Kind::Job, {}, id}; }
+    std::string str() const;
+    bool operator==(const Holder &) const = default;
+};
+
+struct Holding {
+    Holder who;
+    Words cpus;        // CPU indices
+    uint64_t gpus = 0; // GRES indices
+};
+
+class NodeLedger {
+public:
+    NodeLedger() = default;
+    NodeLedger(size_t ncpus, size_t ngpus);
+    // Also keeps per-NUMA free counts (numa_counts) up to date; topo must
+    // outlive the ledger (the node's shared topology does).
+    NodeLedger(const CpuTopology *topo, size_t ngpus);
+
+    const Words &free_cpus() const { return free_cpus_; }
+    uint64_t free_gpus() const { return free_gpus_; }
+    uint32_t free_cpu_count() const;
+    uint32_t free_gpu_count() const;
+    // Cores whose every thread is free.
+    uint32_t free_core_count(const CpuTopology &t) const;
+
+    // Records a holding. Fails, changing nothing, when a device is unknown or
+    // already held; err then names the device index and its holder.
+    bool hold(const Holder &who, const Words &cpus, uint64_t gpus, std::string *err);
+    // Frees everything `who` holds; false when it held nothing.
+    bool release(const Holder &who);
+
+    const std::vector<Holding> &holdings() const { return holdings_; }
+    // Per-NUMA free counts (one per topology NUMA node), or nullptr unless
+    // built with a topology.
+    const NumaCounts *numa_counts() const;
+    // Union of the CPUs held by holders of one kind.
+    Words held_cpus(Holder::Kind kind) const;
+    uint64_t held_gpus(Holder::Kind kind) const;
+
+private:
+    void refresh_counts();
+
+    const CpuTopology *topo_ = nullptr;
+    // Up to 8 NUMA nodes the counts live inline: ranking reads them for
+    // every node, and a separate allocation would cost a cache miss each.
+    std::array<NumaCounts, 8> inline_counts_{};
+    std::vector<NumaCounts> numa_counts_;  // more than 8 NUMA nodes
+    size_t ncpus_ = 0;
+    size_t ngpus_ = 0;
+    Words free_cpus_;
+    uint64_t free_gpus_ = 0;
+    std::vector<Holding> holdings_;
+};
+
+}  // namespace k8sdra

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Topology-aware choice of the exact CPUs and GPUs for a job on one node,
+// and the ranking of candidate nodes by the best placement each offers.
+//
+// Objective (lexicographic, smaller is better; see Score):
+//   1. NUMA nodes touched by the chosen CPUs and GPUs
+//   2. L3 groups touched by the chosen CPUs
+//   3. sockets touched by the chosen CPUs and GPUs
+//   4. cores touched (so whole free cores are used before loose siblings)
+//   5. GPU distance: per GPU 0 on a NUMA node of the chosen CPUs, 1 on a
+//      PCIe root of theirs, 2 on one of their sockets, 3 otherwise
+//   6. best fit: free CPUs in the NUMA nodes used, then in the L3 groups
+//      used (before the job), so larger free blocks stay free elsewhere
+// Ties are broken deterministically: first NUMA/L3 set in enumeration
+// order, then cores with more usable threads, then lowest indices.
+// "cores touched" counts whole cores held when whole_cores is set.
+#pragma once
+
+#include "core/topology.h"
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace k8sdra {
+
+struct Request {
+    uint32_t cpus = 0;              // CPUs wanted
+    bool whole_cores = false;       // the job holds whole free cores (Slurm cores)
+    uint32_t threads_per_core = 0;  // at most this many threads used per core; 0: all
+    uint32_t gpus = 0;
+    uint32_t cpus_per_gpu = 0;      // CPUs wanted = max(cpus, gpus * cpus_per_gpu)
+};
+
+struct Score {
+    uint32_t numa_nodes = 0;
+    uint32_t l3_groups = 0;
+    uint32_t sockets = 0;
+    uint32_t cores = 0;
+    uint32_t gpu_distance = 0;
+    uint32_t free_in_numa = 0;
+    uint32_t free_in_l3 = 0;
+    auto operator<=>(const Score &) const = default;
+};
+
+struct Placement {
+    bool fits = false;
+    std::string reason;          // why not, when !fits
+    Score score;
+    std::vector<uint32_t> cpus;  // CPU indices (Slurm order) the job holds
+    std::vector<uint32_t> gpus;  // GRES indices
+};
+
+// Read-only view of one node: its topology plus the free masks of its ledger.
+struct NodeView {
+    const CpuTopology *cpu = nullptr;  // may be null: a node without dra.cpu
+    const GpuInfo *gpus = nullptr;
+    size_t ngpus = 0;
+    const uint64_t *free_cpus = nullptr;  // cpu->words words
+    uint64_t free_gpus = 0;               // bit i: GRES index i is free
+    const NumaCounts *numa_counts = nullptr;  // optional, per cpu->numas
+};
+
+// CPUs the request needs in total.
+uint32_t cpus_wanted(const Request &r);
+
+Placement place(const NodeView &node, const Request &req);
+
+struct RankEntry {
+    size_t node = 0;  // index into the input
+    bool fits = false;
+    Score score;
+};
+
+// Fitting nodes first, by score, then by input order. Exact: the score of
+// each node is the one place() would return.
+std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req);
+
+// Cheaper ranking for very many nodes, from per-NUMA counts only. Its score
+// has numa_nodes = the fewest NUMA nodes whose capacities add up to the
+// CPUs (exact rule 1 when no GPUs are asked for, a lower bound otherwise)
+// and free_in_numa = the free CPUs of those NUMA nodes (best fit); the other
+// fields are 0. Use place() on the nodes finally chosen.
+std::vector<RankEntry> rank_nodes_coarse(const std::vector<NodeView> &nodes, const Request &req);
+
+}  // namespace k8sdra

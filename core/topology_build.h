@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Builds the topology model of a node from its DRA devices (dra.cpu in
+// individual or grouped mode, gpu.nvidia.com, gpu.example.com).
+#pragma once
+
+#include "core/dra_types.h"
+#include "core/topology.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace k8sdra {
+
+inline constexpr const char *kCpuDriver = "dra.cpu";
+inline constexpr const char *kNvidiaDriver = "gpu.nvidia.com";
+inline constexpr const char *kExampleGpuDriver = "gpu.example.com";
+
+// How DRA GPUs map to Slurm GRES indices.
+enum class GresOrder {
+    Minor,     // order of the minor number (/dev/nvidiaN, the gpu-N name)
+    PciBusId,  // order of resource.kubernetes.io/pciBusID
+};
+
+// One CPU before indexing; also the way tests describe hand-made topologies.
+struct RawCpu {
+    int32_t cpu_id = 0;
+    int32_t core_id = 0;
+    int32_t socket_id = 0;
+    int32_t numa_id = 0;
+    int32_t l3_id = 0;
+    std::string core_type = "standard";
+    std::string device;
+    std::string pcie_root;  // "" when not published
+};
+
+// Indexes raw CPUs into the Slurm-ordered model. Returns nullptr and sets
+// *err when the CPUs do not form a tree (a core across NUMA nodes, ...).
+std::shared_ptr<CpuTopology> make_cpu_topology(std::vector<RawCpu> raw,
+                                               std::string *err);
+
+struct BuildOptions {
+    GresOrder gres_order = GresOrder::Minor;
+};
+
+struct BuildResult {
+    bool ok = false;
+    std::string error;  // names the device and attribute when ok is false
+    NodeTopology topology;
+    std::vector<std::string> warnings;
+};
+
+// slices: the complete pools of one node (see pool_select.h), any drivers.
+BuildResult build_node_topology(const std::string &node,
+                                const std::vector<const ResourceSlice *> &slices,
+                                const BuildOptions &opts = {});
+
+// Places GPUs on the CPU topology (NUMA index, socket) and sorts them into
+// GRES order. Shared by the builder and by tests.
+void attach_gpus(NodeTopology &t, GresOrder order);
+
+}  // namespace k8sdra
