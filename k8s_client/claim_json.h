@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// ResourceClaim JSON: decoding what the inventory needs (ClaimHolding) and
+// encoding the claims the plugin writes (create body, then status body).
+#pragma once
+
+#include "core/dra_types.h"
+#include "k8s_client/json.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace k8sdra::k8s {
+
+// Labels that mark a claim as written by this plugin.
+inline constexpr const char *kLabelManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char *kManagedByValue = "slurm-k8s-cons-tres";
+inline constexpr const char *kLabelCluster = "k8s-cons-tres.slurm.io/cluster";
+inline constexpr const char *kLabelJob = "k8s-cons-tres.slurm.io/job-id";
+inline constexpr const char *kLabelNode = "k8s-cons-tres.slurm.io/node";
+inline constexpr const char *kCpuDriver = "dra.cpu";
+
+struct ClaimRequestSpec {
+    std::string name;
+    std::string deviceClassName;
+    int64_t count = 1;
+    std::vector<std::string> celSelectors;          // document intent only
+    std::map<std::string, std::string> capacity;    // capacity.requests
+    bool operator==(const ClaimRequestSpec &) const = default;
+};
+
+// One claim the plugin wants to exist with a given allocation.
+struct ClaimIntent {
+    std::string ns = "default";
+    std::string name;
+    std::map<std::string, std::string> labels;
+    std::vector<ClaimRequestSpec> requests;  // empty: derived from results
+    std::vector<AllocationResult> results;   // at most 32
+    std::string nodeName;                    // nodeSelector matchFields metadata.name
+    std::string opaqueCpuset;                // grouped dra.cpu mode, "" otherwise
+    bool operator==(const ClaimIntent &) const = default;
+};
+
+// Deterministic, DNS-safe claim name: slurm-<cluster>-<job>-<node>[-<part>].
+std::string claimName(const std::string &cluster, uint64_t jobId,
+                      const std::string &node, unsigned part = 0);
+// The labels for cluster/job/node, valid as Kubernetes label values.
+std::map<std::string, std::string> claimLabels(const std::string &cluster,
+                                               uint64_t jobId,
+                                               const std::string &node);
+// A label value: kept when valid, otherwise sanitised and shortened with a hash.
+std::string labelValue(const std::string &raw);
+
+// Requests implied by the results: one per request name, class = driver.
+std::vector<ClaimRequestSpec> effectiveRequests(const ClaimIntent &intent);
+
+// POST body (metadata + spec; status would be discarded by the server).
+std::string encodeClaimCreate(const ClaimIntent &intent);
+// PUT .../status body: the full object with resourceVersion and allocation.
+std::string encodeClaimStatus(const ClaimIntent &intent,
+                              const std::string &resourceVersion);
+
+ClaimHolding decodeClaimHolding(const rapidjson::Value &obj);
+ClaimHolding parseClaimHolding(const std::string &text);
+
+// Does an existing claim carry our cluster/job/node labels?
+bool isOurs(const ClaimHolding &existing, const ClaimIntent &intent);
+// Does its allocation equal what we want (results in any order)?
+bool allocationMatches(const ClaimHolding &existing, const ClaimIntent &intent);
+
+}  // namespace k8sdra::k8s

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The Slurm -> Kubernetes direction: a bounded queue of claim writes drained
+// by the writer's own thread, so that slurmctld never waits on HTTP.
+// Apply = POST the claim, then PUT its status with the allocation; Remove =
+// DELETE. Idempotent: AlreadyExists is checked to be ours and equal, 409 on
+// status means GET and retry, 422 is logged with causes and dropped, 429
+// waits for Retry-After, 5xx and network errors back off.
+#pragma once
+
+#include "k8s_client/backoff.h"
+#include "k8s_client/claim_json.h"
+#include "k8s_client/http_client.h"
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <thread>
+
+namespace k8sdra::k8s {
+
+struct WriterOptions {
+    size_t capacity = 4096;        // queue bound; submissions beyond it are refused
+    int maxAttempts = 10;          // for 5xx / 429 / network failures
+    int maxConflicts = 50;         // 409 retries of one operation
+    std::chrono::seconds defaultRetryAfter{1};  // 429 without a Retry-After header
+    Backoff::Params backoff;
+    ClientOptions client;
+};
+
+struct ClaimOpResult {
+    enum class Kind { Apply, Remove } kind = Kind::Apply;
+    uint64_t id = 0;
+    std::string ns, name;
+    bool ok = false;
+    int attempts = 0;
+    std::string error;             // "" when ok
+    std::chrono::microseconds latency{0};  // queued -> done
+};
+
+struct WriterStats {
+    size_t depth = 0;
+    uint64_t submitted = 0, succeeded = 0, failed = 0, refused = 0, retries = 0, conflicts = 0;
+    std::string lastError;
+};
+
+class ClaimWriter {
+public:
+    using ResultFn = std::function<void(const ClaimOpResult &)>;
+
+    ClaimWriter(std::shared_ptr<const Config> cfg, WriterOptions opts, Logger log);
+    ~ClaimWriter();
+    ClaimWriter(const ClaimWriter &) = delete;
+    ClaimWriter &operator=(const ClaimWriter &) = delete;
+
+    // Never block; return 0 when the queue is full (counted as refused),
+    // otherwise the operation id.
+    uint64_t apply(ClaimIntent intent);
+    uint64_t remove(const std::string &ns, const std::string &name);
+
+    void onResult(ResultFn fn);  // set before start(); called on the writer thread
+    void start();
+    void stop();                 // prompt; queued operations are reported as failed
+    WriterStats stats() const;
+
+private:
+    struct Op {
+        ClaimOpResult::Kind kind;
+        uint64_t id;
+        ClaimIntent intent;  // for Remove only ns/name are used
+        std::chrono::steady_clock::time_point queued;
+    };
+    uint64_t enqueue(Op op);
+    void run();
+    void execute(Client &c, Op &op, ClaimOpResult &res);
+    bool doApply(Client &c, const ClaimIntent &in, ClaimOpResult &res);
+    bool doRemove(Client &c, const ClaimIntent &in, ClaimOpResult &res);
+    bool retryable(const HttpResponse &r, ClaimOpResult &res, Backoff &b, const std::string &what);
+    bool adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done, bool &exists,
+               ClaimOpResult &res);
+    void finish(Op &op, ClaimOpResult &res);
+
+    std::shared_ptr<const Config> cfg_;
+    WriterOptions opts_;
+    Logger log_;
+    std::shared_ptr<Stopper> stop_;
+    std::shared_ptr<TokenSource> token_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Op> queue_;
+    uint64_t nextId_ = 1;
+    WriterStats stats_;
+    ResultFn onResult_;
+    std::thread thread_;
+};
+
+}  // namespace k8sdra::k8s

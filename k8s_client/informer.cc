@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/informer.h"
+
+#include "k8s_client/api_status.h"
+#include "k8s_client/json_stream.h"
+
+namespace k8sdra::k8s {
+
+Informer::Informer(std::shared_ptr<const Config> cfg, std::shared_ptr<TokenSource> token,
+                   ClientOptions copts, InformerOptions opts, std::shared_ptr<Stopper> stop,
+                   InformerHandler &handler, Logger log)
+    : cfg_(std::move(cfg)), token_(std::move(token)), copts_(copts), opts_(std::move(opts)),
+      stop_(std::move(stop)), handler_(handler), log_(log.child(opts_.name + ": ")) {}
+
+Informer::~Informer() {
+    if (thread_.joinable()) {
+        stop_->stop();
+        thread_.join();
+    }
+}
+
+void Informer::start() { thread_ = std::thread([this] { run(); }); }
+
+void Informer::join() {
+    if (thread_.joinable())
+        thread_.join();
+}
+
+std::string Informer::lastError() const {
+    std::lock_guard<std::mutex> lk(errMu_);
+    return lastError_;
+}
+
+void Informer::fail(const std::string &msg, bool loud) {
+    ++stats_.failures;
+    {
+        std::lock_guard<std::mutex> lk(errMu_);
+        lastError_ = msg;
+    }
+    if (loud)
+        log_.error(msg);
+    else
+        log_.verbose(msg);
+}
+
+std::string Informer::query(const std::string &extra) const {
+    std::string q = opts_.path + "?" + extra;
+    if (!opts_.fieldSelector.empty())
+        q += "&fieldSelector=" + urlEncode(opts_.fieldSelector);
+    if (!opts_.labelSelector.empty())
+        q += "&labelSelector=" + urlEncode(opts_.labelSelector);
+    return q;
+}
+
+void Informer::run() {
+    Client client(cfg_, token_, copts_, stop_, log_);
+    Backoff backoff(opts_.backoff);
+    std::string rv;
+    std::string lastFailure;
+    while (!stop_->stopped()) {
+        try {
+            if (rv.empty() && !list(client, rv)) {
+                stop_->waitFor(backoff.next(Backoff::Clock::now()));
+                continue;
+            }
+            switch (watch(client, rv)) {
+            case WatchEnd::Closed:
+                break;  // normal end (server timeout): resume at once
+            case WatchEnd::Expired:
+                ++stats_.expired;
+                log_.info("resourceVersion " + rv + " expired (410): listing again");
+                rv.clear();
+                break;
+            case WatchEnd::Failed:
+                stop_->waitFor(backoff.next(Backoff::Clock::now()));
+                break;
+            }
+        } catch (const std::exception &e) {
+            // Bad JSON from the server: start again from a fresh list.
+            fail(std::string("unexpected answer, listing again: ") + e.what(), true);
+            rv.clear();
+            stop_->waitFor(backoff.next(Backoff::Clock::now()));
+        }
+    }
+}
+
+bool Informer::list(Client &c, std::string &rv) {
+    handler_.beginList();
+    std::string cont;
+    std::string listRv;
+    int restarts = 0;
+    for (bool more = true; more && !stop_->stopped();) {
+        std::string extra = "limit=" + std::to_string(opts_.pageSize);
+        if (!cont.empty())
+            extra += "&continue=" + urlEncode(cont);
+        HttpResponse r = c.get(query(extra));
+        if (r.aborted)
+            return false;
+        if (r.status == 410 && !cont.empty() && restarts++ < 3) {
+            // The continue token outlived the server's history: start over.
+            log_.info("list continue token expired (410): listing from the start");
+            cont.clear();
+            handler_.beginList();
+            continue;
+        }
+        if (!r.ok()) {
+            bool loud = r.status == 401 || r.status == 403 || r.error.rfind("TLS:", 0) == 0;
+            std::string msg = c.describe(r, "LIST " + opts_.path);
+            if (r.status)
+                msg += " (" + parseApiStatus(r.status, r.body).summary() + ")";
+            fail(msg, loud || stats_.lists == 0);
+            return false;
+        }
+        ++stats_.pages;
+        rapidjson::Document page;
+        json::parseInsitu(page, r.body);
+        const rapidjson::Value &meta = json::requireObject(page, "metadata", "list");
+        listRv = json::getString(meta, "resourceVersion");
+        cont = json::getString(meta, "continue");
+        const rapidjson::Value *items = json::member(page, "items");
+        if (items && items->IsArray())
+            for (const auto &item : items->GetArray())
+                handler_.listItem(item);
+        more = !cont.empty();
+    }
+    if (stop_->stopped())
+        return false;
+    ++stats_.lists;
+    handler_.endList();
+    rv = listRv;
+    log_.verbose("listed at resourceVersion " + rv);
+    return true;
+}
+
+WatchEventOutcome applyWatchEvent(InformerHandler &h, std::string &text) {
+    WatchEventOutcome out;
+    // Events are parsed into a per-thread buffer that is reused, so the
+    // common event costs no allocation for its document.
+    constexpr size_t kArena = 256 << 10;
+    thread_local std::unique_ptr<char[]> arena(new char[kArena]);
+    rapidjson::MemoryPoolAllocator<> pool(arena.get(), kArena);
+    rapidjson::Document ev(&pool);
+    json::parseInsitu(ev, text);
+    out.type = json::getString(ev, "type");
+    const rapidjson::Value *obj = json::member(ev, "object");
+    if (!obj || !obj->IsObject())
+        throw json::Error("watch event without object");
+    if (out.type == "ERROR") {
+        long code = long(json::getInt(*obj, "code"));
+        std::string reason = json::getString(*obj, "reason");
+        out.expired = code == 410 || reason == "Expired" || reason == "Gone";
+        if (!out.expired)
+            out.error = "watch ERROR event: " + json::getString(*obj, "message");
+        return out;
+    }
+    if (const rapidjson::Value *meta = json::member(*obj, "metadata"); meta && meta->IsObject())
+        out.resourceVersion = json::getString(*meta, "resourceVersion");
+    if (out.type == "BOOKMARK")
+        return out;
+    try {
+        if (out.type == "ADDED" || out.type == "MODIFIED")
+            h.upsert(*obj);
+        else if (out.type == "DELETED")
+            h.remove(*obj);
+        else
+            return out;
+        out.changed = true;
+    } catch (const json::Error &e) {
+        out.error = "skipping undecodable " + out.type + " event: " + e.what();
+    }
+    return out;
+}
+
+// Applies one watch event; returns false to end the stream.
+bool Informer::handleEvent(std::string &text, std::string &rv, bool &expired, bool &changed) {
+    WatchEventOutcome o = applyWatchEvent(handler_, text);
+    if (o.type == "ERROR") {
+        expired = o.expired;
+        if (!o.expired)
+            fail(o.error, true);
+        return false;
+    }
+    if (o.type == "BOOKMARK")
+        ++stats_.bookmarks;
+    else
+        ++stats_.events;
+    if (!o.error.empty())
+        log_.error(o.error);
+    changed = changed || o.changed;
+    if (!o.resourceVersion.empty())
+        rv = o.resourceVersion;
+    return true;
+}
+
+Informer::WatchEnd Informer::watch(Client &c, std::string &rv) {
+    double stretch = 1.0 + defaultRandom();
+    auto timeout = long(double(opts_.watchTimeout.count()) * stretch);
+    std::string path = query("watch=1&allowWatchBookmarks=true&resourceVersion=" +
+                             urlEncode(rv) + "&timeoutSeconds=" + std::to_string(timeout));
+    ++stats_.watches;
+    JsonStreamSplitter splitter;
+    bool expired = false;
+    std::string text;
+    watching_ = true;
+    struct Clear {
+        std::atomic<bool> &flag;
+        ~Clear() { flag = false; }
+    } clear{watching_};
+    HttpResponse r = c.stream(path, [&](const char *data, size_t len) {
+        splitter.feed(data, len);
+        bool changed = false, more = true;
+        while (more && splitter.next(text))
+            more = handleEvent(text, rv, expired, changed);
+        if (changed)
+            handler_.commit();
+        return more;
+    });
+    if (expired || r.status == 410)
+        return WatchEnd::Expired;
+    if (r.aborted && stop_->stopped())
+        return WatchEnd::Closed;
+    if (!r.ok()) {
+        std::string msg = c.describe(r, "WATCH " + opts_.path);
+        if (r.status)
+            msg += " (" + parseApiStatus(r.status, r.body).summary() + ")";
+        fail(msg, r.status == 401 || r.status == 403);
+        return WatchEnd::Failed;
+    }
+    if (!r.error.empty() && !r.timedOut) {
+        if (r.aborted)  // ended by an ERROR event other than 410
+            return WatchEnd::Failed;
+        fail("watch stream dropped: " + r.error + "; resuming from " + rv, false);
+        return WatchEnd::Failed;
+    }
+    return WatchEnd::Closed;
+}
+
+}  // namespace k8sdra::k8s

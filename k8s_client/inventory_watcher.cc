@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/inventory_watcher.h"
+
+#include "k8s_client/inventory_handlers.h"
+
+namespace k8sdra::k8s {
+
+namespace {
+constexpr const char *kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
+constexpr const char *kClaimsPath = "/apis/resource.k8s.io/v1/resourceclaims";
+}  // namespace
+
+InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOptions opts,
+                                   Logger log)
+    : store_(opts.drivers), stop_(std::make_shared<Stopper>()) {
+    auto token = std::make_shared<TokenSource>(*cfg);
+    auto make = [&](std::string name, std::string path, std::string field, std::string label,
+                    std::unique_ptr<InformerHandler> h) {
+        InformerOptions io;
+        io.name = std::move(name);
+        io.path = std::move(path);
+        io.fieldSelector = std::move(field);
+        io.labelSelector = std::move(label);
+        io.pageSize = opts.pageSize;
+        io.watchTimeout = opts.watchTimeout;
+        io.backoff = opts.backoff;
+        informers_.push_back(std::make_unique<Informer>(cfg, token, opts.client, io, stop_, *h,
+                                                        log));
+        handlers_.push_back(std::move(h));
+    };
+    for (const auto &d : opts.drivers)
+        make("resourceslices[" + d + "]", kSlicesPath, "spec.driver=" + d, "",
+             std::make_unique<SliceHandler>(store_, d, log));
+    make("resourceclaims", kClaimsPath, "", opts.claimLabelSelector,
+         std::make_unique<ClaimHandler>(store_, log));
+}
+
+InventoryWatcher::~InventoryWatcher() { stop(); }
+
+bool InventoryWatcher::watching() const {
+    for (const auto &i : informers_)
+        if (!i->watching())
+            return false;
+    return true;
+}
+
+void InventoryWatcher::start() {
+    for (auto &i : informers_)
+        i->start();
+}
+
+void InventoryWatcher::stop() {
+    stop_->stop();
+    for (auto &i : informers_)
+        i->join();
+}
+
+}  // namespace k8sdra::k8s

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The Kubernetes -> Slurm direction: one informer per configured driver's
+// ResourceSlices (field selector spec.driver) and one for ResourceClaims in
+// all namespaces, all feeding one SnapshotStore.
+#pragma once
+
+#include "k8s_client/informer.h"
+#include "k8s_client/snapshot.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace k8sdra::k8s {
+
+struct WatcherOptions {
+    std::vector<std::string> drivers{"dra.cpu", "gpu.nvidia.com"};
+    ClientOptions client;
+    int pageSize = 500;
+    std::chrono::seconds watchTimeout{300};
+    Backoff::Params backoff;
+    std::string claimLabelSelector;  // "" = all claims
+};
+
+class InventoryWatcher {
+public:
+    InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOptions opts, Logger log);
+    ~InventoryWatcher();
+    InventoryWatcher(const InventoryWatcher &) = delete;
+    InventoryWatcher &operator=(const InventoryWatcher &) = delete;
+
+    void start();
+    void stop();  // returns promptly: transfers are aborted, waits interrupted
+    std::shared_ptr<const Snapshot> snapshot() const { return store_.current(); }
+    SnapshotStore &store() { return store_; }
+    // Every informer has a watch open (the snapshot is current).
+    bool watching() const;
+    // Informers in order: one per driver, then claims.
+    const std::vector<std::unique_ptr<Informer>> &informers() const { return informers_; }
+
+private:
+    SnapshotStore store_;
+    std::shared_ptr<Stopper> stop_;
+    std::vector<std::unique_ptr<InformerHandler>> handlers_;
+    std::vector<std::unique_ptr<Informer>> informers_;
+};
+
+}  // namespace k8sdra::k8s

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/snapshot.h"
+
+namespace k8sdra::k8s {
+
+bool Snapshot::synced() const {
+    if (!claimsSynced)
+        return false;
+    for (const auto &[driver, ok] : driverSynced)
+        if (!ok)
+            return false;
+    return true;
+}
+
+size_t Snapshot::sliceCount() const {
+    size_t n = 0;
+    for (const auto &[driver, m] : slicesByDriver)
+        n += m.size();
+    return n;
+}
+
+size_t Snapshot::deviceCount() const {
+    size_t n = 0;
+    forEachSlice([&](const CompactSlice &s) { n += s.devices.size(); });
+    return n;
+}
+
+std::vector<ResourceSlice> Snapshot::slicesOfNode(const std::string &node) const {
+    std::vector<ResourceSlice> out;
+    forEachSlice([&](const CompactSlice &s) {
+        if (s.nodeName == node)
+            out.push_back(s.expand());
+    });
+    return out;
+}
+
+const CompactSlice *Snapshot::slice(const std::string &driver, const std::string &name) const {
+    auto it = slicesByDriver.find(driver);
+    return it == slicesByDriver.end() ? nullptr : it->second.find(name);
+}
+
+const ClaimHolding *Snapshot::claim(const std::string &ns, const std::string &name) const {
+    return claims.find(claimKey(ns, name));
+}
+
+SnapshotStore::SnapshotStore(const std::vector<std::string> &drivers) {
+    auto s = std::make_shared<Snapshot>();
+    for (const auto &d : drivers) {
+        s->slicesByDriver[d];
+        s->driverSynced[d] = false;
+    }
+    current_ = std::move(s);
+}
+
+std::shared_ptr<const Snapshot> SnapshotStore::current() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return current_;
+}
+
+void SnapshotStore::onPublish(std::function<void(const std::shared_ptr<const Snapshot> &)> fn) {
+    std::lock_guard<std::mutex> lk(mu_);
+    onPublish_ = std::move(fn);
+}
+
+void SnapshotStore::publish(std::shared_ptr<Snapshot> next) {
+    next->version = current_->version + 1;
+    next->updated = std::chrono::steady_clock::now();
+    current_ = std::move(next);
+}
+
+void SnapshotStore::publishSlices(const std::string &driver, const SliceMap &slices,
+                                  bool synced) {
+    std::function<void(const std::shared_ptr<const Snapshot> &)> cb;
+    std::shared_ptr<const Snapshot> now;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        auto next = std::make_shared<Snapshot>(*current_);
+        next->slicesByDriver[driver] = slices;
+        next->driverSynced[driver] = next->driverSynced[driver] || synced;
+        publish(std::move(next));
+        cb = onPublish_;
+        now = current_;
+    }
+    if (cb)
+        cb(now);
+}
+
+void SnapshotStore::publishClaims(const ClaimMap &claims, bool synced) {
+    std::function<void(const std::shared_ptr<const Snapshot> &)> cb;
+    std::shared_ptr<const Snapshot> now;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        auto next = std::make_shared<Snapshot>(*current_);
+        next->claims = claims;
+        next->claimsSynced = next->claimsSynced || synced;
+        publish(std::move(next));
+        cb = onPublish_;
+        now = current_;
+    }
+    if (cb)
+        cb(now);
+}
+
+}  // namespace k8sdra::k8s

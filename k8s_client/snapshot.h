@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What the informers publish for core/: an immutable view of the
+// ResourceSlices of the configured drivers and of all ResourceClaims.
+// A new Snapshot is made for every change and swapped in atomically; holders
+// of an older one keep a consistent view for as long as they hold it.
+#pragma once
+
+#include "core/dra_types.h"
+#include "k8s_client/compact_slice.h"
+#include "k8s_client/cow_map.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <functional>
+#include <mutex>
+#include <vector>
+#include <string>
+
+namespace k8sdra::k8s {
+
+using SliceMap = CowMap<CompactSlice>;   // key: metadata.name
+using ClaimMap = CowMap<ClaimHolding>;   // key: "namespace/name"
+
+struct Snapshot {
+    uint64_t version = 0;                 // increases with every publication
+    std::chrono::steady_clock::time_point updated{};
+    std::map<std::string, SliceMap> slicesByDriver;  // one entry per configured driver
+    std::map<std::string, bool> driverSynced;        // driver -> initial list done
+    ClaimMap claims;
+    bool claimsSynced = false;
+
+    // True once every informer has completed its first list.
+    bool synced() const;
+    size_t sliceCount() const;
+    size_t deviceCount() const;
+    const CompactSlice *slice(const std::string &driver, const std::string &name) const;
+    const ClaimHolding *claim(const std::string &ns, const std::string &name) const;
+    // Every slice in compact form (cheap).
+    template <class F>
+    void forEachSlice(F &&f) const {
+        for (const auto &[driver, m] : slicesByDriver)
+            m.forEach([&](const std::string &, const CompactSlice &s) { f(s); });
+    }
+    // Every slice as core/dra_types.h's ResourceSlice, expanded one at a time.
+    template <class F>
+    void forEachExpandedSlice(F &&f) const {
+        forEachSlice([&](const CompactSlice &s) { f(s.expand()); });
+    }
+    // The expanded slices of one node (all drivers).
+    std::vector<ResourceSlice> slicesOfNode(const std::string &node) const;
+    template <class F>
+    void forEachClaim(F &&f) const {
+        claims.forEach([&](const std::string &, const ClaimHolding &c) { f(c); });
+    }
+};
+
+inline std::string claimKey(const std::string &ns, const std::string &name) {
+    return ns + "/" + name;
+}
+
+// Holds the current snapshot. Informers change their part under the store's
+// lock and publish; readers take the current pointer and never block writers
+// for longer than a pointer copy.
+class SnapshotStore {
+public:
+    explicit SnapshotStore(const std::vector<std::string> &drivers);
+    std::shared_ptr<const Snapshot> current() const;
+
+    void publishSlices(const std::string &driver, const SliceMap &slices, bool synced);
+    void publishClaims(const ClaimMap &claims, bool synced);
+    // Called with each new snapshot (from informer threads), e.g. to wake core.
+    void onPublish(std::function<void(const std::shared_ptr<const Snapshot> &)> fn);
+
+private:
+    void publish(std::shared_ptr<Snapshot> next);  // mu_ held
+    mutable std::mutex mu_;
+    std::shared_ptr<const Snapshot> current_;
+    std::function<void(const std::shared_ptr<const Snapshot> &)> onPublish_;
+};
+
+}  // namespace k8sdra::k8s

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/compact_slice.h"
+#include "k8s_client/slice_json.h"
+#include "testsuite/unit/client_test_util.h"
+
+#include <catch2/catch.hpp>
+
+using namespace k8sdra;
+using namespace k8sdra::k8s;
+using k8sdra::test::readFixture;
+
+namespace {
+CompactSlice parseCompact(const std::string &text) {
+    rapidjson::Document d;
+    json::parse(d, text);
+    return decodeCompactSlice(d);
+}
+}  // namespace
+
+TEST_CASE("compact slices expand to exactly what the plain decoder gives", "[compact]") {
+    for (const char *f : {"dra_cpu_individual.json", "dra_cpu_grouped.json", "nvidia_gpu.json"}) {
+        INFO(f);
+        std::string text = readFixture(f);
+        CompactSlice c = parseCompact(text);
+        ResourceSlice plain = parseResourceSlice(text);
+        CHECK(c.expand() == plain);
+        CHECK(c.devices.size() == plain.devices.size());
+        CHECK(compactSlice(plain).expand() == plain);
+    }
+}
+
+TEST_CASE("compact attribute lookup", "[compact]") {
+    CompactSlice c = parseCompact(readFixture("nvidia_gpu.json"));
+    CHECK(std::get<std::string>(*c.attribute(0, "gpu.nvidia.com/uuid")) ==
+          "GPU-2fa81118-5a5f-aa66-7660-471eed407181");
+    CHECK(std::get<int64_t>(*c.attribute(0, "resource.kubernetes.io/numaNode")) == 0);
+    CHECK_FALSE(c.attribute(0, "gpu.nvidia.com/index").has_value());
+    CompactSlice cpu = parseCompact(readFixture("dra_cpu_individual.json"));
+    CHECK(std::get<int64_t>(*cpu.attribute(1, "dra.cpu/cpuID")) == 32);
+    CHECK(cpu.attrs.size() == 18);
+}
+
+TEST_CASE("compact decoding rejects what the plain decoder rejects", "[compact]") {
+    for (const char *bad :
+         {"[]", R"({"metadata":{"name":"x"}})", R"({"metadata":{},"spec":{"pool":{}}})",
+          R"({"metadata":{},"spec":{"driver":"d","pool":{},"devices":[{"name":"a","attributes":{"x":{"float":1.5}}}]}})",
+          R"({"metadata":{},"spec":{"driver":"d","pool":{},"devices":[{"attributes":{}}]}})",
+          R"({"metadata":{},"spec":{"driver":"d","pool":{},"devices":[{"name":"a","attributes":{"x":{}}}]}})"}) {
+        INFO(bad);
+        CHECK_THROWS_AS(parseCompact(bad), json::Error);
+    }
+}
+
+TEST_CASE("interned strings are stored once", "[compact]") {
+    StringPool &pool = StringPool::instance();
+    uint32_t a = pool.intern("some-unique-value-for-test");
+    uint32_t b = pool.intern(std::string("some-unique-") + "value-for-test");
+    CHECK(a == b);
+    CHECK(pool.get(a) == "some-unique-value-for-test");
+    for (int i = 0; i < 10000; ++i)
+        pool.intern("bulk-" + std::to_string(i));
+    CHECK(pool.get(a) == "some-unique-value-for-test");  // stable across growth
+    CHECK(pool.get(pool.intern("bulk-4097")) == "bulk-4097");
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/cow_map.h"
+#include "k8s_client/snapshot.h"
+
+#include <catch2/catch.hpp>
+
+using namespace k8sdra;
+using namespace k8sdra::k8s;
+
+TEST_CASE("copies are independent snapshots", "[cowmap]") {
+    CowMap<int> m;
+    for (int i = 0; i < 2000; ++i)
+        m.set("k" + std::to_string(i), std::make_shared<const int>(i));
+    CowMap<int> published = m;
+    m.set("k5", std::make_shared<const int>(-5));
+    m.erase("k6");
+    m.set("new", std::make_shared<const int>(42));
+    CHECK(*published.find("k5") == 5);
+    CHECK(*published.find("k6") == 6);
+    CHECK(published.find("new") == nullptr);
+    CHECK(published.size() == 2000);
+    CHECK(*m.find("k5") == -5);
+    CHECK(m.find("k6") == nullptr);
+    CHECK(*m.find("new") == 42);
+    CHECK(m.size() == 2000);
+    CHECK_FALSE(m.erase("absent"));
+    size_t n = 0;
+    long sum = 0;
+    published.forEach([&](const std::string &, int v) { ++n, sum += v; });
+    CHECK(n == 2000);
+    CHECK(sum == 1999L * 2000 / 2);
+}
+
+TEST_CASE("unshared values are shared, not copied, between snapshots", "[cowmap]") {
+    CowMap<int> m;
+    m.set("a", std::make_shared<const int>(1));
+    CowMap<int> copy = m;
+    CHECK(copy.get("a").get() == m.get("a").get());
+}
+
+TEST_CASE("the store publishes new snapshots and keeps old ones intact", "[snapshot]") {
+    SnapshotStore store({"dra.cpu", "gpu.nvidia.com"});
+    auto s0 = store.current();
+    CHECK_FALSE(s0->synced());
+    SliceMap slices;
+    ResourceSlice rs;
+    rs.name = "n1-cpu";
+    rs.driver = "dra.cpu";
+    rs.pool.name = "n1";
+    rs.nodeName = "n1";
+    for (const char *n : {"a", "b", "c"})
+        rs.devices.push_back(Device{n, {{"dra.cpu/cpuID", int64_t(1)}}, {}, false});
+    slices.set(rs.name, std::make_shared<const CompactSlice>(compactSlice(rs)));
+    store.publishSlices("dra.cpu", slices, true);
+    store.publishSlices("gpu.nvidia.com", SliceMap(), true);
+    CHECK_FALSE(store.current()->synced());
+    ClaimMap claims;
+    ClaimHolding h;
+    h.ns = "default";
+    h.name = "c";
+    claims.set(claimKey(h.ns, h.name), std::make_shared<const ClaimHolding>(h));
+    store.publishClaims(claims, true);
+    auto s = store.current();
+    CHECK(s->synced());
+    CHECK(s->version == s0->version + 3);
+    CHECK(s->sliceCount() == 1);
+    CHECK(s->deviceCount() == 3);
+    CHECK(s->slice("dra.cpu", "n1-cpu") != nullptr);
+    CHECK(s->claim("default", "c") != nullptr);
+    REQUIRE(s->slicesOfNode("n1").size() == 1);
+    CHECK(s->slicesOfNode("n1")[0] == rs);
+    CHECK(s0->sliceCount() == 0);
+    slices.erase("n1-cpu");
+    store.publishSlices("dra.cpu", slices, false);
+    CHECK(store.current()->sliceCount() == 0);
+    CHECK(store.current()->synced());  // synced once stays synced
+    CHECK(s->sliceCount() == 1);
+}
