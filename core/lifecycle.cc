@@ -1,70 +1,70 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Lifecycle of the core inside slurmctld: one background thread that will own
-// all Kubernetes I/O, started by init() and stopped by fini(). Everything here
-// is reached through the C ABI, so nothing may throw past these functions.
+// Lifecycle of the core inside slurmctld, started by the plugin's init() and
+// stopped by fini(): the engine that answers the scheduling path, and (when
+// k8s_cons_tres.conf is present) the feed whose own threads do all
+// Kubernetes I/O. Reached through the C ABI, so nothing may throw past here.
 #include "k8s_config.h"
+#include "core/engine.h"
+#include "core/feed.h"
 #include "core/k8sdra.h"
 #include "core/plugin_config.h"
 
-#include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 namespace {
 
-class Core {
-public:
-    Core(k8sdra_log_fn log, std::optional<k8sdra::PluginConfig> config)
-        : log_(log), config_(std::move(config)) {
-        thread_ = std::thread([this] { run(); });
-    }
-    ~Core() {
-        {
-            std::lock_guard lock(mu_);
-            stopping_ = true;
-        }
-        cv_.notify_all();
-        thread_.join();
-    }
-    Core(const Core &) = delete;
-    Core &operator=(const Core &) = delete;
-
-    void log(int level, const std::string &msg) const {
-        if (log_) log_(level, msg.c_str());
-    }
-
-private:
-    // The plugin's own thread: the home of the informers and the claim writer.
-    // Until those exist it only waits to be told to stop.
-    void run() {
-        log(K8SDRA_LOG_VERBOSE, "core thread started");
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stopping_; });
-        log(K8SDRA_LOG_VERBOSE, "core thread stopped");
-    }
-
-    k8sdra_log_fn log_;
-    std::optional<k8sdra::PluginConfig> config_;  // none: Kubernetes integration off
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool stopping_ = false;
-    std::thread thread_;
+struct Core {
+    std::shared_ptr<k8sdra::Engine> engine;
+    std::unique_ptr<k8sdra::Feed> feed;  // null: Kubernetes integration off
 };
 
 std::mutex g_mu;
 std::unique_ptr<Core> g_core;
 
+k8sdra::FeedFactory &factory_slot() {
+    static k8sdra::FeedFactory factory;
+    return factory;
+}
+
 void set_error(char *err, size_t errlen, const std::string &msg) {
     if (err && errlen > 0) std::snprintf(err, errlen, "%s", msg.c_str());
 }
 
+// Reads the configuration; a missing file means integration off.
+bool read_config(const char *conf_path, std::optional<k8sdra::PluginConfig> *config,
+                 std::string *mode, std::string *error) {
+    *mode = "Kubernetes integration off (no configuration)";
+    if (!conf_path) return true;
+    const std::string path = conf_path;
+    if (!std::filesystem::exists(path)) {
+        *mode = "no " + path + ": Kubernetes integration is OFF, every node is scheduled as by select/cons_tres";
+        return true;
+    }
+    auto loaded = k8sdra::load_plugin_config(path);
+    if (!loaded.config) {
+        *error = loaded.error;
+        return false;
+    }
+    *config = std::move(loaded.config);
+    *mode = "configuration " + path;
+    return true;
+}
+
 }  // namespace
+
+void k8sdra::register_feed_factory(FeedFactory factory) { factory_slot() = std::move(factory); }
+const k8sdra::FeedFactory &k8sdra::feed_factory() { return factory_slot(); }
+
+std::shared_ptr<k8sdra::Engine> k8sdra::running_engine() {
+    std::lock_guard lock(g_mu);
+    return g_core ? g_core->engine : nullptr;
+}
 
 extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
                             size_t errlen) {
@@ -77,23 +77,34 @@ extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
         }
         const k8sdra_log_fn log = args ? args->log : nullptr;
         std::optional<k8sdra::PluginConfig> config;
-        std::string mode = "Kubernetes integration off (no configuration)";
-        if (args && args->conf_path) {
-            const std::string path = args->conf_path;
-            if (std::filesystem::exists(path)) {
-                auto loaded = k8sdra::load_plugin_config(path);
-                if (!loaded.config) {
-                    set_error(err, errlen, loaded.error);
-                    return K8SDRA_EINVAL;
-                }
-                config = std::move(loaded.config);
-                mode = "configuration " + path;
-            } else {
-                mode = "no " + path + ": Kubernetes integration is OFF, every node is scheduled as by select/cons_tres";
+        std::string mode, error;
+        if (!read_config(args ? args->conf_path : nullptr, &config, &mode, &error)) {
+            set_error(err, errlen, error);
+            return K8SDRA_EINVAL;
+        }
+        if (config && config->cluster_label.empty())
+            config->cluster_label = args && args->cluster_name ? args->cluster_name : "slurm";
+        if (config && args && args->state_dir) config->state_dir = args->state_dir;
+        auto core = std::make_unique<Core>();
+        core->engine = std::make_shared<k8sdra::Engine>(std::move(config));
+        if (core->engine->integration_on()) {
+            if (!factory_slot()) {
+                set_error(err, errlen, "this build has no Kubernetes client to feed the core");
+                return K8SDRA_EINVAL;
+            }
+            // DebugLevel= filters the core's own lines before Slurm's level does.
+            const int max_level = core->engine->config()->log_level;
+            k8sdra::FeedLog feed_log = [log, max_level](int level, const std::string &msg) {
+                if (log && level <= max_level) log(level, msg.c_str());
+            };
+            core->feed = factory_slot()(core->engine, feed_log, &error);
+            if (!core->feed) {
+                set_error(err, errlen, error);
+                return K8SDRA_EINVAL;
             }
         }
-        g_core = std::make_unique<Core>(log, std::move(config));
-        g_core->log(K8SDRA_LOG_INFO, std::string("core ") + k8sdra_version() + " started; " + mode);
+        g_core = std::move(core);
+        if (log) log(K8SDRA_LOG_INFO, (std::string("core ") + k8sdra_version() + " started; " + mode).c_str());
         return K8SDRA_OK;
     } catch (const std::exception &e) {
         set_error(err, errlen, std::string("core start failed: ") + e.what());
@@ -110,7 +121,7 @@ extern "C" void k8sdra_stop(void) {
             std::lock_guard lock(g_mu);
             core = std::move(g_core);
         }
-        core.reset();  // joins the thread outside g_mu
+        core.reset();  // the feed joins its threads outside g_mu
     } catch (...) {
         // Nothing sensible to do at shutdown; never let it reach C.
     }

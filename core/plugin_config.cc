@@ -139,6 +139,7 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              }
              return "";
          }}},
+        {"kubernetesnodes", {"KubernetesNodes", [](PluginConfig &c, const std::string &v) { return set_nonempty(c.kubernetes_nodes, v); }}},
         {"staleafter", {"StaleAfter", [](PluginConfig &c, const std::string &v) { return set_seconds(c.stale_after, v, 5, 86400); }}},
         {"requesttimeout", {"RequestTimeout", [](PluginConfig &c, const std::string &v) { return set_seconds(c.request_timeout, v, 1, 300); }}},
         {"claimqueuelimit", {"ClaimQueueLimit", [](PluginConfig &c, const std::string &v) -> std::string {

@@ -35,12 +35,18 @@ struct PluginConfig {
     // Slurm node name -> Kubernetes node name: "%n" is the Slurm name.
     std::string node_name_format = "%n";                 // K8sNodeName=
     std::map<std::string, std::string> node_name_map;    // NodeNameMap=slurm:k8s,...
-    bool kubernetes_nodes_all = true;                    // KubernetesNodes= unset: every node with slices
+    // Slurm hostlist of the Kubernetes nodes; "ALL" (default) means every
+    // Slurm node, so that none is used before its slices are known.
+    std::string kubernetes_nodes = "ALL";                // KubernetesNodes=
 
     std::chrono::seconds stale_after{60};        // StaleAfter=
     std::chrono::seconds request_timeout{10};    // RequestTimeout=
     size_t claim_queue_limit = 100000;           // ClaimQueueLimit=
     int log_level = 1;                           // DebugLevel=error|info|verbose|debug
+
+    // Not from the file: where the admin view (k8s_cons_tres_view.json) is
+    // written, slurmctld's StateSaveLocation; "" for none.
+    std::string state_dir;
 
     // The Kubernetes node name of a Slurm node.
     std::string k8s_node_name(const std::string &slurm_node) const;

@@ -54,6 +54,8 @@ extern int core_bridge_start(void)
 	conf_path = get_extra_conf_path("k8s_cons_tres.conf");
 	args.conf_path = conf_path;
 	args.log = core_log;
+	args.cluster_name = slurm_conf.cluster_name;
+	args.state_dir = slurm_conf.state_save_location;
 	info(PREFIX "starting in slurmctld, wrapping select/cons_tres, core %s, config %s",
 	     k8sdra_version(), conf_path);
 	rc = k8sdra_start(&args, err, sizeof(err));

@@ -6,7 +6,12 @@ plugin_LTLIBRARIES = select_k8s_cons_tres.la
 select_k8s_cons_tres_la_SOURCES = \
 	plugin/select_k8s_cons_tres.c \
 	plugin/inner_select.c plugin/inner_select.h \
-	plugin/core_bridge.c plugin/core_bridge.h
+	plugin/core_bridge.c plugin/core_bridge.h \
+	plugin/k8s_view.c plugin/k8s_view.h \
+	plugin/k8s_gpu.c plugin/k8s_gpu.h \
+	plugin/k8s_jobs.c plugin/k8s_jobs.h \
+	plugin/k8s_steer.c plugin/k8s_steer.h \
+	plugin/k8s_agent.c plugin/k8s_agent.h
 # Slurm's own config.h must win over anything of ours; its headers trip
 # -Wunused-parameter and -Wsign-compare in inline helpers we do not own.
 select_k8s_cons_tres_la_CPPFLAGS = -I$(SLURM_SRC) -I$(SLURM_SRC)/src/common \
@@ -15,8 +20,10 @@ select_k8s_cons_tres_la_CPPFLAGS = -I$(SLURM_SRC) -I$(SLURM_SRC)/src/common \
 select_k8s_cons_tres_la_CFLAGS = -fPIC $(WARN_FLAGS) -Wno-unused-parameter -Wno-sign-compare
 select_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,--version-script=$(srcdir)/plugin/select_k8s_cons_tres.map \
-	-Wl,-z,relro -Wl,-z,now
-select_k8s_cons_tres_la_LIBADD = libk8sdra_core.la $(PTHREAD_LIBS)
+	-Wl,-z,relro
+# No -z now: slurmctld-only functions (lock_slurmctld) must stay lazily bound
+# so that slurmd and the client commands can load the plugin too.
+select_k8s_cons_tres_la_LIBADD = libk8sdra_client.la libk8sdra_core.la $(PTHREAD_LIBS)
 EXTRA_DIST += plugin/select_k8s_cons_tres.map
 # The core is C++: link with the C++ driver so libstdc++ comes along.
 nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc

@@ -15,8 +15,14 @@
 #include "src/common/select.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "core/k8sdra.h"
 #include "core_bridge.h"
+#include "k8s_agent.h"
 #include "inner_select.h"
+#include "k8s_gpu.h"
+#include "k8s_jobs.h"
+#include "k8s_steer.h"
+#include "k8s_view.h"
 
 const char plugin_name[] = "Kubernetes DRA aware TRES selection (wraps cons_tres)";
 const char plugin_type[] = "select/k8s_cons_tres";
@@ -41,11 +47,14 @@ extern int init(void)
 		inner_select_fini();
 		return SLURM_ERROR;
 	}
+	if (k8sdra_running())	/* slurmctld with our SelectType */
+		k8s_agent_start();
 	return SLURM_SUCCESS;
 }
 
 extern int fini(void)
 {
+	k8s_agent_stop();
 	core_bridge_stop();
 	inner_select_fini();
 	return SLURM_SUCCESS;
@@ -68,6 +77,14 @@ extern int select_p_job_init(List jobs)
 
 extern int select_p_node_init(void)
 {
+	/*
+	 * cons_tres wipes every node's GRES allocations here. Only forget our
+	 * phantoms; claiming again waits for reconfigure/update_node_config,
+	 * after the running jobs are back.
+	 */
+	k8s_gpu_forget();
+	k8s_view_reset();
+	k8s_steer_reset();
 	return inner.node_init();
 }
 
@@ -78,13 +95,66 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			     List *preemptee_job_list,
 			     bitstr_t *exc_core_bitmap)
 {
-	return inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
-			      req_nodes, mode, preemptee_candidates,
-			      preemptee_job_list, exc_core_bitmap);
+	/*
+	 * What Kubernetes holds is kept out when the job is to run now or
+	 * later (backfill), never in TEST_ONLY: a job that fits the node once
+	 * the pods are gone must stay pending, not be rejected.
+	 */
+	bitstr_t *k8s_exc = NULL, *steer_exc = NULL, *steer_nodes = NULL;
+	bitstr_t *base = exc_core_bitmap;
+	int rc;
+
+	if (mode != SELECT_MODE_TEST_ONLY) {
+		if (k8s_view_refresh() || k8s_gpu_pending())
+			k8s_gpu_sync();
+		if ((k8s_exc = k8s_view_exclude_cores(exc_core_bitmap)))
+			base = k8s_exc;
+		/*
+		 * Steered only when the job is to start now: backfill's
+		 * WILL_RUN only asks when, and a second simulation there
+		 * would double its cost.
+		 */
+		if (mode == SELECT_MODE_RUN_NOW)
+			steer_exc = k8s_steer_prepare(job_ptr, node_bitmap,
+						      base, &steer_nodes);
+	}
+	if (steer_exc) {
+		/* First the engine's choice on the best nodes ... */
+		bitstr_t *saved = bit_copy(node_bitmap);
+		bit_and(node_bitmap, steer_nodes);
+		rc = inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
+				    req_nodes, mode, preemptee_candidates,
+				    preemptee_job_list, steer_exc);
+		if (rc == SLURM_SUCCESS)
+			k8s_steer_chosen(job_ptr);
+		if (rc != SLURM_SUCCESS) {
+			/* ... else cons_tres's own, Kubernetes still kept out. */
+			debug2("select/k8s_cons_tres: %pJ: topology choice refused by cons_tres (mode %u), trying its own",
+			       job_ptr, mode);
+			bit_copybits(node_bitmap, saved);
+			if (preemptee_job_list)
+				FREE_NULL_LIST(*preemptee_job_list);
+			rc = inner.job_test(job_ptr, node_bitmap, min_nodes,
+					    max_nodes, req_nodes, mode,
+					    preemptee_candidates,
+					    preemptee_job_list, base);
+		}
+		FREE_NULL_BITMAP(saved);
+	} else {
+		rc = inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
+				    req_nodes, mode, preemptee_candidates,
+				    preemptee_job_list, base);
+	}
+	FREE_NULL_BITMAP(steer_exc);
+	FREE_NULL_BITMAP(steer_nodes);
+	FREE_NULL_BITMAP(k8s_exc);
+	return rc;
 }
 
 extern int select_p_job_begin(job_record_t *job_ptr)
 {
+	k8s_steer_begin(job_ptr);
+	k8s_jobs_begin(job_ptr);
 	return inner.job_begin(job_ptr);
 }
 
@@ -101,7 +171,10 @@ extern int select_p_job_expand(job_record_t *from_job_ptr,
 
 extern int select_p_job_resized(job_record_t *job_ptr, node_record_t *node_ptr)
 {
-	return inner.job_resized(job_ptr, node_ptr);
+	int rc = inner.job_resized(job_ptr, node_ptr);
+
+	k8s_jobs_resized(job_ptr);
+	return rc;
 }
 
 extern int select_p_job_signal(job_record_t *job_ptr, int signal)
@@ -111,7 +184,14 @@ extern int select_p_job_signal(job_record_t *job_ptr, int signal)
 
 extern int select_p_job_fini(job_record_t *job_ptr)
 {
-	return inner.job_fini(job_ptr);
+	int rc = inner.job_fini(job_ptr);
+
+	k8s_jobs_end(job_ptr);
+	k8s_steer_job_fini(job_ptr);
+	/* GPUs pods took while this job held them are claimable now. */
+	if (k8s_gpu_pending())
+		k8s_gpu_sync();
+	return rc;
 }
 
 extern int select_p_job_suspend(job_record_t *job_ptr, bool indf_susp)
@@ -246,12 +326,32 @@ extern int select_p_get_info_from_plugin(enum select_plugindata_info info,
 
 extern int select_p_update_node_config(int index)
 {
-	return inner.update_node_config(index);
+	int rc = inner.update_node_config(index);
+
+	/* A slurmd registered: its GRES state is (re)validated now. */
+	k8s_gpu_sync_node(index);
+	return rc;
 }
 
 extern int select_p_reconfigure(void)
 {
-	return inner.reconfigure();
+	int rc;
+
+	/* cons_tres rebuilds GRES state and re-adds running jobs ... */
+	k8s_gpu_forget();
+	k8s_view_reset();
+	k8s_steer_reset();
+	rc = inner.reconfigure();
+	/* ... after which the pods' GPUs are claimed again. */
+	k8s_gpu_sync();
+	/*
+	 * Running jobs' node and core bitmaps are valid again only now (not
+	 * yet in job_init after a restart): the claims are reconciled with
+	 * exactly these jobs.
+	 */
+	k8s_jobs_known(job_list);
+	k8s_agent_ready();
+	return rc;
 }
 
 extern bitstr_t *select_p_resv_test(resv_desc_msg_t *resv_desc_ptr,

@@ -23,5 +23,22 @@ fi
 for sym in plugin_name plugin_type plugin_id plugin_version init fini; do
 	echo "$exports" | grep -qx "$sym" || { echo "FAIL: $sym is not exported"; fail=1; }
 done
-[ $fail -eq 0 ] && echo "PASS: $so exports exactly $(echo "$exports" | wc -l) Slurm symbols"
+# Every symbol it needs must come from a library it links or from Slurm
+# itself (libslurmfull, slurmctld): a missing one would only show when
+# slurmctld first calls it, as a "symbol lookup error" that kills it.
+slurmlib=$(dirname "$(find /usr/lib -name libslurmfull.so -path '*slurm*' | head -n1)")/libslurmfull.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+{ nm -D --defined-only "$slurmlib" /usr/sbin/slurmctld 2>/dev/null
+  for lib in $(ldd "$so" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do nm -D --defined-only "$lib"; done
+} | awk '{ print $NF }' | sed 's/@.*//' | sort -u > "$tmp/provided"
+nm -D --undefined-only "$so" | awk '{ print $NF }' | sed 's/@.*//' | sort -u > "$tmp/needed"
+missing=$(comm -23 "$tmp/needed" "$tmp/provided" |
+	grep -v -e '^_ITM_' -e '^__gmon_start__$' -e '^_Jv_' -e '^__cxa_finalize$' || true)
+if [ -n "$missing" ]; then
+	echo "FAIL: symbols neither linked nor provided by Slurm:"
+	echo "$missing" | sed 's/^/    /'
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS: $so exports exactly $(echo "$exports" | wc -l) Slurm symbols and resolves all it needs"
 exit $fail

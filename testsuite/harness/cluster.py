@@ -8,15 +8,20 @@ Ports are picked free at start, so several clusters can run side by side.
 """
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
+import yaml
+
 from . import fixture as fixture_mod
+from . import k8s_seed
 from .alignment import format_id_list
 from .wait import wait_for
 
@@ -53,6 +58,27 @@ def find_plugin() -> Path:
         return installed
     raise ClusterError("select_k8s_cons_tres.so is not built: run ./autogen.sh && ./configure && make "
                        "(or set K8S_CONS_TRES_PLUGIN)")
+
+
+def find_built(rel: str, what: str) -> Path:
+    """A program built by make (newest of ./build and in-tree)."""
+    built = [p for p in (TOP / "build" / rel, TOP / rel) if p.is_file()]
+    if not built:
+        raise ClusterError(f"{what} ({rel}) is not built: run build-aux/build.sh")
+    return max(built, key=lambda p: p.stat().st_mtime)
+
+
+APISERVER = TOP / "testsuite" / "apiserver" / "k8s_test_apiserver.py"
+GENERATOR = "testsuite/fixtures/k8sdra_fixture_gen"
+
+
+def rbac_rules(path: Path) -> list:
+    """verbs/resources of every Role and ClusterRole in an RBAC manifest."""
+    rules = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc and doc.get("kind") in ("Role", "ClusterRole"):
+            rules += [{"verbs": r["verbs"], "resources": r["resources"]} for r in doc["rules"]]
+    return rules
 
 
 def free_ports(n: int) -> list:
@@ -178,10 +204,11 @@ class Cluster:
             "InactiveLimit=0",
             "KillWait=5",
             "TreeWidth=65533",
+            "MaxArraySize=20001",
             "LaunchParameters=use_interactive_step",
         ]
         gres = []
-        for node, port in zip(fx.nodes, node_ports):
+        for node, port in zip((n.slurm for n in fx.nodes), node_ports):
             gpu_part = f" Gres=gpu:{fx.gpu_type}:{len(node.gpus)}" if node.gpus else ""
             lines.append(
                 f"NodeName={node.name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
@@ -242,6 +269,58 @@ class Cluster:
     def start_slurmd(self, node: str):
         self._spawn(f"slurmd.{node}", ["slurmd", "-D", "-N", node])
 
+    @property
+    def apiserver_dir(self) -> Path:
+        return self.run_dir / "apiserver"
+
+    def start_apiserver(self, fx):
+        """The test Kubernetes API server, seeded from the fixture, and the
+        plugin's configuration pointing at it."""
+        seed = self.run_dir / "etc" / "k8s-seed.json"
+        items = k8s_seed.seed_objects(fx, str(find_built(GENERATOR, "the fixture generator")))
+        seed.write_text(json.dumps({"items": items}))
+        info = self.apiserver_dir / "server.json"
+        self._spawn("apiserver", ["/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
+                                  "--port", "0", "--seed", str(seed)])
+        wait_for(info.exists, timeout=60, what="the test API server to listen",
+                 on_timeout=lambda: self.tail("log/apiserver.out"))
+        kubeconfig = self._least_privilege_kubeconfig()
+        kube_nodes = [n.name for n in fx.nodes if n.kubernetes]
+        self.plugin_conf.write_text(
+            f"Kubeconfig={kubeconfig}\n"
+            "ClaimNamespace=slurm\n"
+            f"KubernetesNodes={','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL'}\n"
+            "StaleAfter=10\n"
+            "DebugLevel=debug\n")
+
+    def _least_privilege_kubeconfig(self) -> Path:
+        """The plugin talks to the API server with exactly the rights that
+        etc/rbac.yaml grants, through a token file (as a projected token)."""
+        rules = rbac_rules(TOP / "etc" / "rbac.yaml")
+        token = secrets.token_hex(24)
+        control = self.apiserver()["controlUrl"] + "/_test/tokens"
+        body = json.dumps({"token": token, "user": "system:serviceaccount:slurm:slurm-k8s-cons-tres",
+                           "rules": rules}).encode()
+        req = urllib.request.Request(control, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).read()
+        token_file = self.run_dir / "etc" / "plugin.token"
+        token_file.write_text(token)
+        token_file.chmod(0o600)
+        path = self.run_dir / "etc" / "plugin.kubeconfig"
+        path.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "slurm",
+            "clusters": [{"name": "ktas", "cluster": {
+                "server": self.apiserver()["url"],
+                "certificate-authority": str(self.apiserver_dir / "ca.crt")}}],
+            "users": [{"name": "slurm", "user": {"tokenFile": str(token_file)}}],
+            "contexts": [{"name": "slurm", "context": {"cluster": "ktas", "user": "slurm",
+                                                       "namespace": "slurm"}}]}))
+        return path
+
+    def apiserver(self) -> dict:
+        return json.loads((self.apiserver_dir / "server.json").read_text())
+
     def prepare(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
         """Write the run directory's configuration; start nothing."""
         if select not in SELECT_TYPES:
@@ -261,9 +340,11 @@ class Cluster:
     def plugin_conf(self) -> Path:
         return self.run_dir / "etc" / "k8s_cons_tres.conf"
 
-    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
+    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None, kubernetes=True):
         fx = self.prepare(fixture_path, select, plugin)
         try:
+            if kubernetes:
+                self.start_apiserver(fx)
             self.start_slurmctld()
             for node in fx.nodes:
                 self.start_slurmd(node.name)

@@ -47,6 +47,15 @@ class Node:
     topology: str
     cpu_mode: str
     gpus: tuple
+    kubernetes: bool = True  # false: a plain Slurm node, no slices
+    slurm_topology: str = ""  # what slurm.conf says, when it differs
+
+    @property
+    def slurm(self) -> "Node":
+        """The node as slurm.conf describes it."""
+        if not self.slurm_topology:
+            return self
+        return Node(self.name, self.slurm_topology, self.cpu_mode, self.gpus, self.kubernetes)
 
     @property
     def sockets(self) -> int:
@@ -121,7 +130,8 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
         gpus = tuple(Gpu(int(_require(g, "numa", f"{where}.gpus[{j}]")),
                          str(_require(g, "pcie_root", f"{where}.gpus[{j}]")))
                      for j, g in enumerate(n.get("gpus", [])))
-        node = Node(name, _require(n, "topology", where), mode, gpus)
+        node = Node(name, _require(n, "topology", where), mode, gpus, bool(n.get("kubernetes", True)),
+                    n.get("slurm_topology", ""))
         if node.cores % node.sockets:
             raise FixtureError(f"{where}: cores are not evenly spread over sockets")
         for g in gpus:
@@ -137,6 +147,8 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
         node = _require(h, "node", where)
         if node not in names:
             raise FixtureError(f"{where}: unknown node {node!r}")
+        if not next(n for n in nodes if n.name == node).kubernetes:
+            raise FixtureError(f"{where}: node {node!r} is not a Kubernetes node")
         held.append(PodHolding(_require(h, "namespace", where), _require(h, "name", where), node,
                                tuple(h.get("cpus", [])), tuple(h.get("gpus", []))))
     return Fixture(data.get("name", "fixture"), data.get("gpu_type", "gpu"), tuple(nodes), tuple(held))

@@ -18,10 +18,10 @@ FIXTURES = TESTSUITE / "fixtures"
 def cluster_factory():
     started = []
 
-    def make(fixture="demo.json", select="k8s_cons_tres"):
+    def make(fixture="demo.json", select="k8s_cons_tres", kubernetes=True):
         c = Cluster(new_run_dir("k8s-cons-tres-test-"))
         started.append(c)
-        c.up(str(FIXTURES / fixture), select=select)
+        c.up(str(FIXTURES / fixture), select=select, kubernetes=kubernetes)
         return c
 
     yield make
@@ -30,10 +30,22 @@ def cluster_factory():
 
 
 @pytest.fixture(scope="module")
-def demo_cluster():
+def k8s_cluster():
+    """The demo fixture with the test API server: pods hold some devices."""
     c = Cluster(new_run_dir("k8s-cons-tres-test-"))
     try:
         c.up(str(FIXTURES / "demo.json"))
+        yield c
+    finally:
+        c.down()
+
+
+@pytest.fixture(scope="module")
+def demo_cluster():
+    """The demo fixture with no k8s_cons_tres.conf: integration off."""
+    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
+    try:
+        c.up(str(FIXTURES / "demo.json"), kubernetes=False)
         yield c
     finally:
         c.down()

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/engine.h"
+#include "core/feed.h"
 #include "core/k8sdra.h"
 
 namespace {
@@ -68,7 +70,7 @@ std::string write_temp(const std::string &text) {
 
 TEST_CASE("a bad configuration file stops the start with the file's own error") {
     const std::string path = write_temp("InCluster=yes\nColour=blue\n");
-    k8sdra_start_args args{path.c_str(), capture};
+    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr};
     char err[256];
     CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
     CHECK(std::string(err).find(path + ":2: unknown key 'Colour'") == 0);
@@ -76,17 +78,63 @@ TEST_CASE("a bad configuration file stops the start with the file's own error") 
     std::remove(path.c_str());
 }
 
-TEST_CASE("a good configuration file is used; a missing one means integration off") {
-    const std::string path = write_temp("InCluster=yes\n");
-    k8sdra_start_args args{path.c_str(), capture};
+
+namespace {
+int g_feeds_alive = 0;
+struct FakeFeed : k8sdra::Feed {
+    FakeFeed() { ++g_feeds_alive; }
+    ~FakeFeed() override { --g_feeds_alive; }
+};
+}  // namespace
+
+TEST_CASE("a good configuration starts the registered feed; stop ends it") {
+    std::shared_ptr<k8sdra::Engine> seen;
+    k8sdra::register_feed_factory([&](std::shared_ptr<k8sdra::Engine> engine, k8sdra::FeedLog,
+                                      std::string *) -> std::unique_ptr<k8sdra::Feed> {
+        seen = engine;
+        return std::make_unique<FakeFeed>();
+    });
+    const std::string path = write_temp("InCluster=yes\nClaimNamespace=hpc\n");
+    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr};
     char err[256];
     REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
     CHECK(logged("started; configuration " + path));
+    CHECK(g_feeds_alive == 1);
+    REQUIRE(seen);
+    CHECK(seen == k8sdra::running_engine());
+    CHECK(seen->config()->claim_namespace == "hpc");
+    CHECK(seen->config()->cluster_label == "testcluster");  // from Slurm when not set
     k8sdra_stop();
+    CHECK(g_feeds_alive == 0);
+    CHECK(k8sdra::running_engine() == nullptr);
     std::remove(path.c_str());
+    k8sdra::register_feed_factory(nullptr);
+}
 
-    k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture};
+TEST_CASE("a feed that cannot start fails the start with its reason") {
+    k8sdra::register_feed_factory([](std::shared_ptr<k8sdra::Engine>, k8sdra::FeedLog,
+                                     std::string *error) -> std::unique_ptr<k8sdra::Feed> {
+        *error = "kubeconfig /x: no such file";
+        return nullptr;
+    });
+    const std::string path = write_temp("Kubeconfig=/x\n");
+    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr};
+    char err[256];
+    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(std::string(err) == "kubeconfig /x: no such file");
+    CHECK(k8sdra_running() == 0);
+    k8sdra::register_feed_factory(nullptr);
+    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(std::string(err) == "this build has no Kubernetes client to feed the core");
+    std::remove(path.c_str());
+}
+
+TEST_CASE("a missing configuration file means integration off") {
+    char err[256];
+    k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture, nullptr, nullptr};
     REQUIRE(k8sdra_start(&missing, err, sizeof err) == K8SDRA_OK);
     CHECK(logged("no /nonexistent/k8s_cons_tres.conf: Kubernetes integration is OFF"));
+    REQUIRE(k8sdra::running_engine());
+    CHECK_FALSE(k8sdra::running_engine()->integration_on());
     k8sdra_stop();
 }

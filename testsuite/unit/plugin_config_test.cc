@@ -119,3 +119,11 @@ TEST_CASE("loading a file: missing file is a clear error, a real file parses") {
     REQUIRE(r.config);
     CHECK(r.config->log_level == 2);
 }
+
+TEST_CASE("the shipped example configuration is valid") {
+    auto r = k8sdra::load_plugin_config(K8SDRA_SRCDIR "/etc/k8s_cons_tres.conf.example");
+    INFO(r.error);
+    REQUIRE(r.config);
+    CHECK(r.config->kubeconfig == "/etc/slurm/k8s-cons-tres.kubeconfig");
+    CHECK(r.config->kubernetes_nodes == "ALL");
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// k8sdra_ctld.h: the scheduling path's questions, answered from the running
+// engine's current snapshot. Nothing throws past these functions.
+#include "core/engine.h"
+#include "core/k8sdra_ctld.h"
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+namespace {
+
+void set_text(char *buf, size_t len, const std::string &text) {
+    if (buf && len > 0) std::snprintf(buf, len, "%s", text.c_str());
+}
+
+template <class T>
+bool copy_out(const std::vector<T> &from, T *to, size_t cap, size_t *n) {
+    if (n) *n = from.size();
+    if (from.size() > cap) return false;
+    for (size_t i = 0; i < from.size(); ++i) to[i] = from[i];
+    return true;
+}
+
+k8sdra::JobAlloc job_alloc(uint32_t job_id, const char *user,
+                          const struct k8sdra_job_node *nodes, size_t nnodes) {
+    k8sdra::JobAlloc job;
+    job.job_id = job_id;
+    job.user = user ? user : "";
+    for (size_t i = 0; nodes && i < nnodes; ++i) {
+        k8sdra::JobNodeAlloc n;
+        n.node = nodes[i].node ? nodes[i].node : "";
+        n.cores.assign(nodes[i].cores, nodes[i].cores + nodes[i].ncores);
+        n.gres.assign(nodes[i].gres, nodes[i].gres + nodes[i].ngres);
+        job.nodes.push_back(std::move(n));
+    }
+    return job;
+}
+
+// The list being built between k8sdra_jobs_known_begin() and _end().
+std::mutex known_mu;
+std::vector<k8sdra::JobAlloc> known_jobs;
+
+}  // namespace
+
+extern "C" uint64_t k8sdra_view_generation(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        return engine ? engine->generation() : 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
+extern "C" const char *k8sdra_view_kubernetes_nodes(void) {
+    try {
+        // The string lives in the engine's config; the engine lives until
+        // k8sdra_stop(), which slurmctld calls only from fini().
+        auto engine = k8sdra::running_engine();
+        return engine && engine->config() ? engine->config()->kubernetes_nodes.c_str() : "";
+    } catch (...) {
+        return "";
+    }
+}
+
+extern "C" int k8sdra_view_node(const char *node, const struct k8sdra_slurm_node *slurm,
+                                int is_k8s, int *state, uint32_t *cores, size_t core_cap,
+                                size_t *ncores, uint32_t *gres, size_t gres_cap, size_t *ngres,
+                                char *reason, size_t reasonlen) {
+    set_text(reason, reasonlen, "");
+    if (state) *state = K8SDRA_VIEW_NOT_K8S;
+    if (ncores) *ncores = 0;
+    if (ngres) *ngres = 0;
+    try {
+        if (!node || !state) return K8SDRA_EINVAL;
+        auto engine = k8sdra::running_engine();
+        if (!engine) return K8SDRA_OK;
+        k8sdra::SlurmNodeDef def;
+        if (slurm)
+            def = {slurm->sockets, slurm->cores_per_socket, slurm->threads_per_core, slurm->gpus};
+        auto ex = engine->exclusion(node, slurm ? &def : nullptr, is_k8s != 0);
+        *state = static_cast<int>(ex.state);
+        set_text(reason, reasonlen, ex.reason);
+        const bool fit = copy_out(ex.cores, cores, core_cap, ncores) &
+                         copy_out(ex.gres, gres, gres_cap, ngres);
+        return fit ? K8SDRA_OK : K8SDRA_EINVAL;
+    } catch (const std::exception &e) {
+        set_text(reason, reasonlen, std::string("internal error: ") + e.what());
+    } catch (...) {
+        set_text(reason, reasonlen, "internal error");
+    }
+    // Fail closed: an error about a node makes it unusable, never free.
+    *state = K8SDRA_VIEW_UNAVAILABLE;
+    return K8SDRA_EINTERNAL;
+}
+
+extern "C" int k8sdra_job_started(uint32_t job_id, const char *user,
+                                  const struct k8sdra_job_node *nodes, size_t nnodes,
+                                  char *err, size_t errlen) {
+    set_text(err, errlen, "");
+    try {
+        if (auto engine = k8sdra::running_engine())
+            engine->job_started(job_alloc(job_id, user, nodes, nnodes));
+        return K8SDRA_OK;
+    } catch (const std::exception &e) {
+        set_text(err, errlen, std::string("cannot queue the claims: ") + e.what());
+    } catch (...) {
+        set_text(err, errlen, "cannot queue the claims");
+    }
+    return K8SDRA_EINTERNAL;
+}
+
+extern "C" int k8sdra_job_ended(uint32_t job_id) {
+    try {
+        if (auto engine = k8sdra::running_engine()) engine->job_ended(job_id);
+        return K8SDRA_OK;
+    } catch (...) {
+        return K8SDRA_EINTERNAL;
+    }
+}
+
+extern "C" void k8sdra_jobs_known_begin(void) {
+    try {
+        std::lock_guard lock(known_mu);
+        known_jobs.clear();
+    } catch (...) {
+    }
+}
+
+extern "C" int k8sdra_jobs_known_add(uint32_t job_id, const char *user,
+                                     const struct k8sdra_job_node *nodes, size_t nnodes) {
+    try {
+        std::lock_guard lock(known_mu);
+        known_jobs.push_back(job_alloc(job_id, user, nodes, nnodes));
+        return K8SDRA_OK;
+    } catch (...) {
+        return K8SDRA_EINTERNAL;
+    }
+}
+
+extern "C" void k8sdra_jobs_known_end(void) {
+    try {
+        std::vector<k8sdra::JobAlloc> jobs;
+        {
+            std::lock_guard lock(known_mu);
+            jobs.swap(known_jobs);
+        }
+        if (auto engine = k8sdra::running_engine()) engine->jobs_known(std::move(jobs));
+    } catch (...) {
+    }
+}
+
+extern "C" int k8sdra_choose(const char *node, uint32_t cpus, uint32_t threads_per_core,
+                             uint32_t gpus, const uint32_t *busy_cores, size_t nbusy,
+                             uint64_t busy_gres, struct k8sdra_choice *out) {
+    if (!out) return K8SDRA_EINVAL;
+    out->fits = 0;
+    out->ncores = out->ngres = 0;
+    set_text(out->reason, sizeof out->reason, "");
+    try {
+        auto engine = k8sdra::running_engine();
+        if (!node || !engine) return K8SDRA_EINVAL;
+        k8sdra::Request req;
+        req.cpus = cpus;
+        req.whole_cores = true;
+        req.threads_per_core = threads_per_core;
+        req.gpus = gpus;
+        std::vector<uint32_t> busy(busy_cores, busy_cores + (busy_cores ? nbusy : 0));
+        const auto c = engine->choose(node, req, busy, busy_gres);
+        set_text(out->reason, sizeof out->reason, c.reason);
+        out->score = {c.score.numa_nodes, c.score.l3_groups, c.score.sockets, c.score.cores,
+                      c.score.gpu_distance, c.score.free_in_numa, c.score.free_in_l3};
+        const bool fit = copy_out(c.cores, out->cores, out->core_cap, &out->ncores) &
+                         copy_out(c.gres, out->gres, out->gres_cap, &out->ngres);
+        out->fits = c.fits && fit;
+        return fit ? K8SDRA_OK : K8SDRA_EINVAL;
+    } catch (const std::exception &e) {
+        set_text(out->reason, sizeof out->reason, std::string("internal error: ") + e.what());
+    } catch (...) {
+        set_text(out->reason, sizeof out->reason, "internal error");
+    }
+    return K8SDRA_EINTERNAL;
+}

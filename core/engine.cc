@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/engine.h"
+
+#include <algorithm>
+
+namespace k8sdra {
+
+Engine::Engine(std::optional<PluginConfig> config, NowFn now)
+    : config_(std::move(config)), now_(std::move(now)) {}
+
+namespace {
+
+// What Slurm's exclusions depend on: which nodes are usable with which
+// topology, and what pods (not Slurm's own jobs) hold. Our own claims change
+// the inventory with every job but must not make slurmctld rebuild its view.
+uint64_t view_digest(const Inventory &inv) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+    for (const NodeEntry &n : inv.nodes()) {
+        mix(std::hash<std::string>{}(n.name));
+        mix(std::hash<std::string>{}(n.invalid));
+        mix(n.topology.gpus.size());
+        if (!n.usable()) continue;
+        const CpuTopology &t = *n.topology.cpu;
+        mix(t.cpus.size());
+        mix(t.cores.size());
+        mix(t.sockets.size());
+        mix(t.numas.size());
+        const Words held = n.ledger.held_cpus(Holder::Kind::Claim);
+        for (size_t i = 0; i < held.size(); ++i)
+            if (held[i]) mix(i ^ (held[i] * 31));
+        mix(n.ledger.held_gpus(Holder::Kind::Claim));
+    }
+    return h;
+}
+
+}  // namespace
+
+void Engine::publish(std::shared_ptr<const Inventory> inventory) {
+    const uint64_t digest = inventory ? view_digest(*inventory) : 0;
+    {
+        std::lock_guard lock(mu_);
+        inventory_ = std::move(inventory);
+    }
+    synced_at_.store(now_().time_since_epoch().count());
+    const bool first = published_.fetch_add(1) == 0;
+    const bool changed = digest_.exchange(digest) != digest;
+    if (first || changed) view_changes_.fetch_add(1);
+}
+
+void Engine::mark_fresh() { synced_at_.store(now_().time_since_epoch().count()); }
+
+std::shared_ptr<const Inventory> Engine::current() const {
+    std::lock_guard lock(mu_);
+    return inventory_;
+}
+
+bool Engine::fresh(Clock::time_point now) const {
+    if (published_.load() == 0) return false;
+    const Clock::time_point synced{Clock::duration(synced_at_.load())};
+    return now - synced <= config_->stale_after;
+}
+
+std::string Engine::staleness_reason(Clock::time_point now) const {
+    if (published_.load() == 0) return "inventory not yet in sync with the Kubernetes API server";
+    const Clock::time_point synced{Clock::duration(synced_at_.load())};
+    const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - synced).count();
+    return "inventory is " + std::to_string(age) + "s old (StaleAfter=" +
+           std::to_string(config_->stale_after.count()) + "s): API server unreachable?";
+}
+
+uint64_t Engine::generation() const {
+    if (!config_) return 0;
+    return view_changes_.load() * 2 + (fresh(now_()) ? 0 : 1);
+}
+
+SlurmExclusion Engine::exclusion(const std::string &slurm_node, const SlurmNodeDef *slurm,
+                           bool is_k8s) const {
+    SlurmExclusion view;
+    if (!config_) return view;
+    const auto inventory = current();
+    const std::string k8s_name = config_->k8s_node_name(slurm_node);
+    const NodeEntry *entry = inventory ? inventory->node(k8s_name) : nullptr;
+    if (!is_k8s && !entry) return view;  // not a Kubernetes node
+
+    view.state = ViewState::Unavailable;
+    const auto now = now_();
+    if (!fresh(now)) {
+        view.reason = staleness_reason(now);
+        return view;
+    }
+    if (!entry) {
+        view.reason = "no ResourceSlices for Kubernetes node " + k8s_name;
+        return view;
+    }
+    if (!entry->usable()) {
+        view.reason = entry->invalid;
+        return view;
+    }
+    if (slurm) {
+        if (std::string diff = slurm_mismatch(entry->topology, *slurm); !diff.empty()) {
+            view.state = ViewState::Mismatch;
+            view.reason = "Slurm node definition disagrees with its ResourceSlices: " + diff;
+            return view;
+        }
+    }
+    const CpuTopology &cpu = *entry->topology.cpu;
+    const Words held = entry->ledger.held_cpus(Holder::Kind::Claim);
+    for_each_bit(held.data(), held.size(), [&](size_t i) {
+        const uint32_t core = slurm_core_of(cpu, static_cast<uint32_t>(i));
+        if (view.cores.empty() || view.cores.back() != core) view.cores.push_back(core);
+    });
+    std::sort(view.cores.begin(), view.cores.end());
+    view.cores.erase(std::unique(view.cores.begin(), view.cores.end()), view.cores.end());
+    const uint64_t gpus = entry->ledger.held_gpus(Holder::Kind::Claim);
+    for (uint32_t g = 0; g < 64; ++g)
+        if (gpus & (uint64_t{1} << g)) view.gres.push_back(g);
+    view.state = ViewState::Ready;
+    return view;
+}
+
+NodeChoice Engine::choose(const std::string &slurm_node, const Request &req,
+                          const std::vector<uint32_t> &busy_cores, uint64_t busy_gres) const {
+    NodeChoice out;
+    if (!config_ || !fresh(now_())) {
+        out.reason = "no fresh Kubernetes view";
+        return out;
+    }
+    const auto inventory = current();
+    const NodeEntry *entry = inventory ? inventory->node(config_->k8s_node_name(slurm_node)) : nullptr;
+    if (!entry || !entry->usable()) {
+        out.reason = "not a usable Kubernetes node";
+        return out;
+    }
+    const CpuTopology &cpu = *entry->topology.cpu;
+    NodeView view = entry->view();
+    Words free(view.free_cpus, view.free_cpus + cpu.words);
+    for (uint32_t core : busy_cores) {
+        if (core >= cpu.cores.size()) continue;
+        const CoreInfo &ci = cpu.cores[core];
+        for (uint32_t t = 0; t < ci.nthreads; ++t) bit_clear(free, ci.first_cpu + t);
+    }
+    view.free_cpus = free.data();
+    view.free_gpus &= ~busy_gres;
+    view.numa_counts = nullptr;  // they describe the ledger alone, not our mask
+    const Placement p = place(view, req);
+    out.fits = p.fits;
+    out.reason = p.reason;
+    out.score = p.score;
+    for (uint32_t c : p.cpus) {
+        const uint32_t core = slurm_core_of(cpu, c);
+        if (out.cores.empty() || out.cores.back() != core) out.cores.push_back(core);
+    }
+    std::sort(out.cores.begin(), out.cores.end());
+    out.cores.erase(std::unique(out.cores.begin(), out.cores.end()), out.cores.end());
+    out.gres = p.gpus;
+    return out;
+}
+
+void Engine::set_claim_sink(std::shared_ptr<ClaimSink> sink) {
+    std::lock_guard lock(mu_);
+    sink_ = std::move(sink);
+}
+
+std::shared_ptr<ClaimSink> Engine::sink() const {
+    std::lock_guard lock(mu_);
+    return sink_;
+}
+
+// Slurm node names become Kubernetes node names. Which of them are
+// Kubernetes nodes is the sink's question, asked of a synced inventory.
+JobAlloc Engine::kubernetes_names(JobAlloc job) const {
+    for (auto &n : job.nodes) n.node = config_->k8s_node_name(n.node);
+    return job;
+}
+
+void Engine::job_started(JobAlloc job) {
+    if (!config_) return;
+    auto s = sink();
+    if (!s) return;
+    s->job_started(kubernetes_names(std::move(job)), current());
+}
+
+void Engine::job_ended(uint32_t job_id) {
+    if (!config_) return;
+    if (auto s = sink()) s->job_ended(job_id);
+}
+
+void Engine::jobs_known(std::vector<JobAlloc> running) {
+    if (!config_) return;
+    auto s = sink();
+    if (!s) return;
+    for (auto &job : running) job = kubernetes_names(std::move(job));
+    s->jobs_known(running, current());
+}
+
+}  // namespace k8sdra

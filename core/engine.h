@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine inside slurmctld: the current Kubernetes view (an immutable
+// Inventory published by the client thread) and the answers the scheduling
+// path asks of it. Readers never wait on I/O: they take the current
+// snapshot pointer under a short mutex and work on that.
+#pragma once
+
+#include "core/inventory.h"
+#include "core/placement.h"
+#include "core/plugin_config.h"
+#include "core/slurm_map.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace k8sdra {
+
+enum class ViewState { NotK8s = 0, Ready = 1, Unavailable = 2, Mismatch = 3 };
+
+struct SlurmExclusion {  // what Slurm must keep out of one node
+    ViewState state = ViewState::NotK8s;
+    std::vector<uint32_t> cores;  // Slurm core indices with a pod-held thread
+    std::vector<uint32_t> gres;   // GPU GRES indices held by pods
+    std::string reason;           // why Unavailable
+};
+
+// The engine's choice for a job on one node, in Slurm terms.
+struct NodeChoice {
+    bool fits = false;
+    std::string reason;           // why not
+    Score score;
+    std::vector<uint32_t> cores;  // Slurm core indices
+    std::vector<uint32_t> gres;   // GPU GRES indices
+};
+
+// One Slurm job's devices on its Kubernetes nodes, in Slurm terms.
+struct JobNodeAlloc {
+    std::string node;             // Kubernetes node name
+    std::vector<uint32_t> cores;  // Slurm core indices (every thread is the job's)
+    std::vector<uint32_t> gres;   // GPU GRES indices
+    bool operator==(const JobNodeAlloc &) const = default;
+};
+
+struct JobAlloc {
+    uint32_t job_id = 0;
+    std::string user;
+    std::vector<JobNodeAlloc> nodes;
+    bool operator==(const JobAlloc &) const = default;
+};
+
+// Where job allocations go to become ResourceClaims (the client's writer).
+// Called under slurmctld's locks: implementations must only queue.
+class ClaimSink {
+public:
+    virtual ~ClaimSink() = default;
+    virtual void job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) = 0;
+    virtual void job_ended(uint32_t job_id) = 0;
+    // slurmctld has told us every running job (after a restart): claims of
+    // jobs not in `running` may now be deleted.
+    virtual void jobs_known(const std::vector<JobAlloc> &running,
+                            std::shared_ptr<const Inventory> inventory) = 0;
+};
+
+class Engine {
+public:
+    using Clock = std::chrono::steady_clock;
+    using NowFn = std::function<Clock::time_point()>;
+
+    explicit Engine(std::optional<PluginConfig> config, NowFn now = Clock::now);
+
+    bool integration_on() const { return config_.has_value(); }
+    const PluginConfig *config() const { return config_ ? &*config_ : nullptr; }
+
+    // Client thread: a new complete view, in sync as of now.
+    void publish(std::shared_ptr<const Inventory> inventory);
+    // Client thread: nothing changed, but the view is still in sync (a watch
+    // event or bookmark arrived).
+    void mark_fresh();
+
+    // Changes whenever exclusion() answers may change.
+    uint64_t generation() const;
+    SlurmExclusion exclusion(const std::string &slurm_node, const SlurmNodeDef *slurm, bool is_k8s) const;
+
+    std::shared_ptr<const Inventory> current() const;
+
+    // Best placement on a ready Kubernetes node, leaving out what Slurm's
+    // own jobs use there (busy cores, busy GPUs) besides what pods hold.
+    NodeChoice choose(const std::string &slurm_node, const Request &req,
+                      const std::vector<uint32_t> &busy_cores, uint64_t busy_gres) const;
+
+    // Slurm -> Kubernetes: queue claim writes (never waits).
+    void set_claim_sink(std::shared_ptr<ClaimSink> sink);
+    void job_started(JobAlloc job);
+    void job_ended(uint32_t job_id);
+    void jobs_known(std::vector<JobAlloc> running);
+
+private:
+    std::shared_ptr<ClaimSink> sink() const;
+    JobAlloc kubernetes_names(JobAlloc job) const;
+
+    bool fresh(Clock::time_point now) const;
+    std::string staleness_reason(Clock::time_point now) const;
+
+    std::optional<PluginConfig> config_;
+    NowFn now_;
+    mutable std::mutex mu_;
+    std::shared_ptr<const Inventory> inventory_;
+    std::shared_ptr<ClaimSink> sink_;
+    std::atomic<uint64_t> published_{0};
+    std::atomic<uint64_t> view_changes_{0};  // publications that changed what Slurm keeps out
+    std::atomic<uint64_t> digest_{0};
+    std::atomic<int64_t> synced_at_{0};  // Clock ticks of the last sync
+};
+
+// The engine of the started core (lifecycle.cc), or null when stopped.
+std::shared_ptr<Engine> running_engine();
+
+}  // namespace k8sdra

@@ -1,0 +1,106 @@
+/*
+ * k8sdra_ctld.h - what slurmctld's scheduling path asks the running core:
+ * which Slurm nodes are Kubernetes nodes and what on them Slurm must keep
+ * out of. Answers come from the current in-memory snapshot only: no I/O, no
+ * waiting, safe under slurmctld's locks. Nothing throws across this ABI.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef K8SDRA_CTLD_H
+#define K8SDRA_CTLD_H
+
+#include "core/k8sdra.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Changes whenever any answer below may change (a new snapshot arrived, the
+ * inventory became stale or fresh again). Cheap enough for every job_test.
+ */
+K8SDRA_API uint64_t k8sdra_view_generation(void);
+
+/* The KubernetesNodes= Slurm hostlist expression, "" when unset. */
+K8SDRA_API const char *k8sdra_view_kubernetes_nodes(void);
+
+enum k8sdra_view_state {
+	K8SDRA_VIEW_NOT_K8S = 0,     /* not a Kubernetes node: plain cons_tres */
+	K8SDRA_VIEW_READY = 1,       /* keep out exactly the cores/GPUs returned */
+	K8SDRA_VIEW_UNAVAILABLE = 2, /* a Kubernetes node Slurm must not use now */
+	K8SDRA_VIEW_MISMATCH = 3     /* its slices disagree with slurm.conf: drain it */
+};
+
+/*
+ * What Slurm must keep out of one node now. is_k8s: the plugin's answer
+ * from KubernetesNodes= (a node with slices is a Kubernetes node anyway).
+ * cores: Slurm core indices with a thread held by a pod; gres: GPU GRES
+ * indices held by pods. On UNAVAILABLE and MISMATCH, reason says why. Capacities too small
+ * give K8SDRA_EINVAL (counts still set).
+ */
+K8SDRA_API int k8sdra_view_node(const char *node,
+				const struct k8sdra_slurm_node *slurm,
+				int is_k8s, int *state,
+				uint32_t *cores, size_t core_cap, size_t *ncores,
+				uint32_t *gres, size_t gres_cap, size_t *ngres,
+				char *reason, size_t reasonlen);
+
+/*
+ * The engine's topology-aware choice for a job on one ready Kubernetes node:
+ * exactly which Slurm cores and GPUs, leaving out what pods hold and what
+ * Slurm jobs use (busy_cores, busy_gres bit i = GRES index i). cpus counts
+ * CPUs (threads); whole cores are taken. Arrays in out are caller-owned.
+ */
+struct k8sdra_choice {
+	int fits;
+	char reason[160];
+	struct k8sdra_score score;
+	uint32_t *cores;
+	size_t core_cap, ncores;
+	uint32_t *gres;
+	size_t gres_cap, ngres;
+};
+
+K8SDRA_API int k8sdra_choose(const char *node, uint32_t cpus,
+			     uint32_t threads_per_core, uint32_t gpus,
+			     const uint32_t *busy_cores, size_t nbusy,
+			     uint64_t busy_gres, struct k8sdra_choice *out);
+
+/* One node of a job: Slurm core indices (all their threads are the job's)
+ * and GPU GRES indices. */
+struct k8sdra_job_node {
+	const char *node;
+	const uint32_t *cores;
+	size_t ncores;
+	const uint32_t *gres;
+	size_t ngres;
+};
+
+/* A job started (or is running, for k8sdra_jobs_known): its claims are
+ * queued for writing. */
+K8SDRA_API int k8sdra_job_started(uint32_t job_id, const char *user,
+				  const struct k8sdra_job_node *nodes,
+				  size_t nnodes, char *err, size_t errlen);
+
+/* A job ended, was requeued or lost its nodes: its claims are queued for
+ * deletion. */
+K8SDRA_API int k8sdra_job_ended(uint32_t job_id);
+
+/*
+ * The full list of running jobs, as slurmctld knows it after (re)starting:
+ * begin a list with k8sdra_jobs_known_begin(), add each job with
+ * k8sdra_jobs_known_add(), end with k8sdra_jobs_known_end(). Claims of jobs
+ * not in the list are then deleted, and missing claims of listed jobs are
+ * written.
+ */
+K8SDRA_API void k8sdra_jobs_known_begin(void);
+K8SDRA_API int k8sdra_jobs_known_add(uint32_t job_id, const char *user,
+				     const struct k8sdra_job_node *nodes,
+				     size_t nnodes);
+K8SDRA_API void k8sdra_jobs_known_end(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* K8SDRA_CTLD_H */

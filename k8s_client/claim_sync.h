@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Slurm jobs -> ResourceClaims, kept in step. Job starts and ends arrive under
+// slurmctld's locks and are only queued to the claim writer. The feed thread
+// then reconciles what Kubernetes has (our claims, by label) with the jobs
+// slurmctld runs: missing claims are written, claims of jobs that are gone
+// are deleted. Nothing is deleted before slurmctld has listed its running
+// jobs (after a restart), so a restart never drops a running job's claims.
+#pragma once
+
+#include "core/engine.h"
+#include "k8s_client/claim_writer.h"
+#include "k8s_client/snapshot.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace k8sdra::k8s {
+
+class ClaimSync final : public ClaimSink {
+public:
+    ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, WriterOptions opts, Logger log);
+    ~ClaimSync() override;
+
+    void job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) override;
+    void job_ended(uint32_t job_id) override;
+    void jobs_known(const std::vector<JobAlloc> &running,
+                    std::shared_ptr<const Inventory> inventory) override;
+
+    // Feed thread, with a synced snapshot and the inventory built from it.
+    void reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory);
+    WriterStats stats() const { return writer_.stats(); }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    void translate(uint32_t job_id, const Inventory &inventory);  // mu_ held
+    void submit_apply(const ClaimIntent &intent);                  // mu_ held
+    void submit_remove(const std::string &name);                   // mu_ held
+    bool recently_submitted(const std::string &name, Clock::time_point now) const;
+    bool ours(const ClaimHolding &c) const;
+
+    PluginConfig config_;
+    Logger log_;
+    mutable std::mutex mu_;
+    std::map<uint32_t, JobAlloc> jobs_;                    // running jobs (Kubernetes node names)
+    std::map<uint32_t, std::vector<ClaimIntent>> intents_; // their claims, once translated
+    std::map<std::string, Clock::time_point> submitted_;   // claim name -> last write queued
+    bool known_ = false;
+    ClaimWriter writer_;
+};
+
+}  // namespace k8sdra::k8s

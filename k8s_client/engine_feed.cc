@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/engine_feed.h"
+
+#include "core/k8sdra.h"
+#include "k8s_client/claim_json.h"
+#include "k8s_client/view_json.h"
+
+#include <chrono>
+#include <vector>
+
+namespace k8sdra::k8s {
+namespace {
+constexpr std::chrono::milliseconds kCoalesce{200};
+}  // namespace
+
+Config api_config(const PluginConfig &pc) {
+    if (!pc.kubeconfig.empty()) return loadKubeconfig(pc.kubeconfig);
+    if (pc.in_cluster) return loadInCluster();
+    Config c;
+    c.server = pc.api_server;
+    c.tokenFile = pc.token_file;
+    c.caFile = pc.ca_file;
+    c.insecureSkipTlsVerify = pc.insecure_skip_tls_verify;
+    c.source = "k8s_cons_tres.conf";
+    readFileFor(pc.token_file, c.source, "TokenFile", "point TokenFile= at a readable file holding the bearer token");
+    return c;
+}
+
+WatcherOptions watcher_options(const PluginConfig &pc) {
+    WatcherOptions o;
+    o.drivers = {pc.cpu_driver};
+    o.drivers.insert(o.drivers.end(), pc.gpu_drivers.begin(), pc.gpu_drivers.end());
+    o.client.requestTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(pc.request_timeout);
+    return o;
+}
+
+WriterOptions writer_options(const PluginConfig &pc) {
+    WriterOptions o;
+    o.capacity = pc.claim_queue_limit;
+    o.client.requestTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(pc.request_timeout);
+    return o;
+}
+
+EngineFeed::EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Config> api,
+                       WatcherOptions opts, Logger log)
+    : engine_(std::move(engine)), log_(log),
+      claims_(std::make_shared<ClaimSync>(*engine_->config(), api, writer_options(*engine_->config()), log)),
+      watcher_(api, std::move(opts), log) {
+    engine_->set_claim_sink(claims_);
+    watcher_.store().onPublish([this](const std::shared_ptr<const Snapshot> &) {
+        std::lock_guard lock(mu_);
+        dirty_ = true;
+        cv_.notify_all();
+    });
+    thread_ = std::thread([this] { run(); });
+    watcher_.start();
+}
+
+EngineFeed::~EngineFeed() {
+    engine_->set_claim_sink(nullptr);
+    watcher_.stop();  // aborts transfers; returns promptly
+    {
+        std::lock_guard lock(mu_);
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+// In sync: every informer has listed and holds an open watch stream now.
+bool EngineFeed::healthy() { return watcher_.snapshot()->synced() && watcher_.watching(); }
+
+// The admin's window on the plugin: every node's free and held devices.
+void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
+    const std::string &dir = engine_->config()->state_dir;
+    if (dir.empty()) return;
+    std::string error;
+    if (!write_file_atomically(dir + "/k8s_cons_tres_view.json", inventory_view_json(inv, version), &error))
+        log_.error(error);
+}
+
+void EngineFeed::rebuild(const Snapshot &snap) {
+    std::vector<ResourceSlice> slices;
+    slices.reserve(snap.sliceCount());
+    snap.forEachExpandedSlice([&](ResourceSlice s) { slices.push_back(std::move(s)); });
+    // Our own claims are this cluster's Slurm jobs, which Slurm tracks itself;
+    // another cluster's Slurm claims are as foreign to us as any pod's.
+    const std::string cluster = labelValue(engine_->config()->cluster_label);
+    std::vector<ClaimHolding> claims;
+    snap.forEachClaim([&](const ClaimHolding &c) {
+        claims.push_back(c);
+        auto it = c.labels.find(kLabelCluster);
+        if (it == c.labels.end() || it->second != cluster) claims.back().labels.erase(kLabelJob);
+    });
+    InventoryOptions io;
+    io.job_label = kLabelJob;
+    io.gres_order = engine_->config()->gres_by_pci_bus ? GresOrder::PciBusId : GresOrder::Minor;
+    auto inv = std::make_shared<const Inventory>(Inventory::build(slices, claims, io));
+    for (const auto &e : inv->claim_errors()) log_.error(e);
+    write_view(*inv, snap.version);
+    engine_->publish(std::move(inv));
+    published_version_ = snap.version;
+    log_.verbose("inventory " + std::to_string(snap.version) + ": " + std::to_string(slices.size()) +
+                 " slices, " + std::to_string(claims.size()) + " claims");
+}
+
+void EngineFeed::run() {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+        cv_.wait_for(lock, std::chrono::seconds(1), [this] { return dirty_ || stopping_; });
+        // Let a burst of events (every Slurm job writes and deletes claims)
+        // make one inventory instead of one each.
+        if (dirty_) cv_.wait_for(lock, kCoalesce, [this] { return stopping_; });
+        if (stopping_) break;
+        dirty_ = false;
+        lock.unlock();
+        try {
+            auto snap = watcher_.snapshot();
+            if (snap->synced() && snap->version != published_version_)
+                rebuild(*snap);
+            else if (published_version_ && healthy())
+                engine_->mark_fresh();
+            const auto now = std::chrono::steady_clock::now();
+            if (published_version_ && now - last_reconcile_ >= std::chrono::seconds(2)) {
+                claims_->reconcile(*snap, engine_->current());
+                last_reconcile_ = now;
+            }
+        } catch (const std::exception &e) {
+            log_.error(std::string("cannot build the inventory: ") + e.what());
+        }
+        lock.lock();
+    }
+}
+
+namespace {
+
+// Registers the factory with core/ when the plugin loads.
+const bool registered = [] {
+    register_feed_factory([](std::shared_ptr<Engine> engine, FeedLog log,
+                             std::string *error) -> std::unique_ptr<Feed> {
+        try {
+            const PluginConfig &pc = *engine->config();
+            auto api = std::make_shared<const Config>(api_config(pc));
+            Logger logger([log](LogLevel l, const std::string &m) { log(static_cast<int>(l), m); }, "");
+            return std::make_unique<EngineFeed>(std::move(engine), std::move(api), watcher_options(pc),
+                                                logger);
+        } catch (const std::exception &e) {
+            *error = e.what();
+            return nullptr;
+        }
+    });
+    return true;
+}();
+
+}  // namespace
+}  // namespace k8sdra::k8s

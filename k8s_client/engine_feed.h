@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The Kubernetes -> engine direction inside slurmctld: the informers' snapshots
+// become Inventories on the feed's own thread and are published to the
+// engine; the engine never waits on any of it.
+#pragma once
+
+#include "core/engine.h"
+#include "core/feed.h"
+#include "k8s_client/claim_sync.h"
+#include "k8s_client/config.h"
+#include "k8s_client/inventory_watcher.h"
+#include "k8s_client/log.h"
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace k8sdra::k8s {
+
+// Where the API server is, from the plugin's configuration. Throws ConfigError.
+Config api_config(const PluginConfig &pc);
+WatcherOptions watcher_options(const PluginConfig &pc);
+WriterOptions writer_options(const PluginConfig &pc);
+
+class EngineFeed final : public Feed {
+public:
+    EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Config> api,
+               WatcherOptions opts, Logger log);
+    ~EngineFeed() override;
+    EngineFeed(const EngineFeed &) = delete;
+    EngineFeed &operator=(const EngineFeed &) = delete;
+
+private:
+    void run();
+    void rebuild(const Snapshot &snap);
+    void write_view(const Inventory &inv, uint64_t version);
+    bool healthy();
+
+    std::shared_ptr<Engine> engine_;
+    Logger log_;
+    std::shared_ptr<ClaimSync> claims_;
+    InventoryWatcher watcher_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool dirty_ = false;
+    bool stopping_ = false;
+    uint64_t published_version_ = 0;
+    std::chrono::steady_clock::time_point last_reconcile_{};
+    std::thread thread_;
+};
+
+}  // namespace k8sdra::k8s

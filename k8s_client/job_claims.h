@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A Slurm job's devices on its Kubernetes nodes as the ResourceClaims that
+// hold exactly those devices: one claim per node, split in parts of at most
+// 32 results (AllocationResultsMaxSize); in grouped dra.cpu mode the CPUs
+// travel as shares of the group devices plus the opaque cpuset.
+#pragma once
+
+#include "core/engine.h"
+#include "core/inventory.h"
+#include "core/plugin_config.h"
+#include "k8s_client/claim_json.h"
+
+#include <string>
+#include <vector>
+
+namespace k8sdra::k8s {
+
+inline constexpr size_t kMaxResultsPerClaim = 32;
+inline constexpr const char *kLabelUser = "k8s-cons-tres.slurm.io/user";
+
+// Nodes the inventory does not know (not Kubernetes nodes) get no claim.
+// A core or GPU index the node does not have is an error: *error says which
+// and nothing is returned for that job.
+std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &inventory,
+                                    const PluginConfig &config, const std::string &cluster,
+                                    std::string *error);
+
+// A stable UUID (for shareID) from any text.
+std::string stable_uuid(const std::string &text);
+
+}  // namespace k8sdra::k8s

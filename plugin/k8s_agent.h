@@ -1,0 +1,17 @@
+/*
+ * k8s_agent.h - the plugin's own slurmctld thread: when the Kubernetes view
+ * changes, it takes slurmctld's node lock and brings the GPUs pods hold into
+ * the node's GRES state at once, instead of at the next job_test, so that
+ * `scontrol show node` and backfill see it. It never does I/O.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef K8S_AGENT_H
+#define K8S_AGENT_H
+
+extern void k8s_agent_start(void);
+extern void k8s_agent_stop(void);
+/* slurmctld finished (re)reading its configuration and jobs. */
+extern void k8s_agent_ready(void);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * k8s_gpu.h - GPUs that pods hold, kept allocated in each node's GRES state
+ * ("phantom" allocations): Slurm 22.05's job_test has no argument to exclude
+ * GPUs, but cons_tres never picks a GPU whose gres_bit_alloc bit is set, and
+ * backfill's copies of the node state keep those bits too.
+ * Call everything with slurmctld's node write lock held.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef K8S_GPU_H
+#define K8S_GPU_H
+
+/*
+ * Make every node's phantom GPUs equal to what pods hold now, as far as
+ * possible: a GPU a Slurm job still holds is claimed at a later sync (after
+ * that job's end). Only nodes whose slurmd has registered are touched.
+ */
+extern void k8s_gpu_sync(void);
+/* The same for one node, after its GRES state was (re)validated. */
+extern void k8s_gpu_sync_node(int index);
+/* Slurm rebuilt every node's GRES state: our phantom bits are gone. */
+extern void k8s_gpu_forget(void);
+/* True while some pod-held GPU could not be claimed yet. */
+extern bool k8s_gpu_pending(void);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * k8s_jobs.h - Slurm jobs on Kubernetes nodes, told to the core so that
+ * their ResourceClaims are written and removed (by the core's own thread).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef K8S_JOBS_H
+#define K8S_JOBS_H
+
+#include "src/common/list.h"
+#include "src/slurmctld/slurmctld.h"
+
+/* At job_begin, before forwarding: the cores chosen and GPUs selected. */
+extern void k8s_jobs_begin(job_record_t *job_ptr);
+/* The job's resources are released (end, cancel, requeue, node failure). */
+extern void k8s_jobs_end(job_record_t *job_ptr);
+/* The job's allocation changed (resize): its claims follow. */
+extern void k8s_jobs_resized(job_record_t *job_ptr);
+/* After a (re)start: every running or suspended job, as recovered. */
+extern void k8s_jobs_known(List jobs);
+
+#endif

@@ -1,0 +1,371 @@
+/*
+ * k8s_steer.c - steer cons_tres to the core engine's choice on Kubernetes
+ * nodes (see k8s_steer.h).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "src/common/slurm_xlator.h"
+#include "src/common/gres.h"
+#include "src/common/job_resources.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+
+#include "core/k8sdra_ctld.h"
+#include "k8s_steer.h"
+#include "k8s_view.h"
+
+#define PREFIX "select/k8s_cons_tres: "
+#define STEER_MAX_NODES 64	/* candidates scored per job_test */
+#define MAX_CORES 1024
+#define MAX_GPUS 64
+
+extern List job_list;	/* slurmctld's; defined tentatively in the plugin */
+
+static bitstr_t *busy;		/* cores of running Slurm jobs, cluster-wide */
+static bool busy_valid;
+
+/* The engine's GPU choices between job_test and job_begin. */
+#define CHOSEN_NODES 16
+typedef struct {
+	int node;
+	uint32_t gres[MAX_GPUS];
+	size_t ngres;
+} node_gpus_t;
+typedef struct {
+	uint32_t job_id;
+	node_gpus_t nodes[CHOSEN_NODES];
+	int nnodes;
+} chosen_t;
+static chosen_t chosen[16];
+static int chosen_next;
+
+extern void k8s_steer_reset(void)
+{
+	FREE_NULL_BITMAP(busy);
+	busy_valid = false;
+}
+
+/* Sets (or clears) the job's cores in `busy`. */
+static void _mark_job(job_record_t *job_ptr, bool set)
+{
+	job_resources_t *jr = job_ptr->job_resrcs;
+	int n = 0, last;
+
+	if (!busy || !jr || !jr->node_bitmap || !jr->core_bitmap)
+		return;
+	last = bit_fls(jr->node_bitmap);
+	for (int i = bit_ffs(jr->node_bitmap); i >= 0 && i <= last; i++) {
+		bitstr_t *cores;
+		uint32_t off;
+		if (!bit_test(jr->node_bitmap, i))
+			continue;
+		cores = copy_job_resources_node(jr, n++);
+		if (!cores)
+			continue;
+		off = cr_get_coremap_offset(i);
+		for (int64_t c = 0; c < bit_size(cores); c++) {
+			if (!bit_test(cores, c) || off + c >= bit_size(busy))
+				continue;
+			if (set)
+				bit_set(busy, off + c);
+			else
+				bit_clear(busy, off + c);
+		}
+		FREE_NULL_BITMAP(cores);
+	}
+}
+
+static int _mark_running(void *x, void *arg)
+{
+	job_record_t *job_ptr = x;
+
+	if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr))
+		_mark_job(job_ptr, true);
+	return 0;
+}
+
+static void _busy_refresh(void)
+{
+	uint32_t size = cr_get_coremap_offset(node_record_count);
+
+	if (busy_valid && busy && bit_size(busy) == size)
+		return;
+	FREE_NULL_BITMAP(busy);
+	busy = bit_alloc(size);
+	if (job_list)
+		list_for_each(job_list, _mark_running, NULL);
+	busy_valid = true;
+}
+
+extern void k8s_steer_job_fini(job_record_t *job_ptr)
+{
+	if (busy_valid)
+		_mark_job(job_ptr, false);
+}
+
+static int _find_gpu(void *x, void *key)
+{
+	return !xstrcmp(((gres_state_t *) x)->gres_name, "gpu");
+}
+
+/* GPUs per node the job asks for; false when it cannot be told simply. */
+static bool _job_gpus(job_record_t *job_ptr, uint32_t *gpus)
+{
+	gres_state_t *gs;
+	gres_job_state_t *gjs;
+
+	*gpus = 0;
+	if (!job_ptr->gres_list_req)
+		return true;
+	if (list_count(job_ptr->gres_list_req) != 1)
+		return false;	/* several GRES or typed mixes: leave to cons_tres */
+	gs = list_find_first(job_ptr->gres_list_req, _find_gpu, NULL);
+	if (!gs || !(gjs = gs->gres_data))
+		return false;
+	if (gjs->gres_per_socket)
+		return false;
+	if (gjs->gres_per_node)
+		*gpus = gjs->gres_per_node;
+	else if (gjs->gres_per_job)
+		*gpus = gjs->gres_per_job;
+	else if (gjs->gres_per_task && job_ptr->details)
+		*gpus = gjs->gres_per_task * MAX(job_ptr->details->num_tasks, 1);
+	return *gpus <= MAX_GPUS;
+}
+
+static uint32_t _job_gpus_per_node(job_record_t *job_ptr, uint16_t tasks);
+
+/* What the job asks of each node, when that can be told simply. */
+typedef struct {
+	uint32_t cpus, gpus, tpc;
+	bool single;	/* one node: only the best-scoring nodes are tried */
+} node_req_t;
+
+static bool _node_request(job_record_t *job_ptr, node_req_t *r)
+{
+	struct job_details *d = job_ptr->details;
+	uint32_t gpus;
+
+	memset(r, 0, sizeof(*r));
+	if (!d || d->whole_node || job_ptr->het_job_id || !_job_gpus(job_ptr, &gpus))
+		return false;
+	if (d->mc_ptr && d->mc_ptr->threads_per_core != NO_VAL16)
+		r->tpc = d->mc_ptr->threads_per_core;
+	/* one node asked for, or one task, which cannot span nodes */
+	if (d->min_nodes <= 1 && (d->max_nodes == 1 || d->num_tasks <= 1)) {
+		r->single = true;
+		r->cpus = MAX(d->min_cpus, 1);
+		r->gpus = gpus;
+		return true;
+	}
+	/* several nodes, each with the same share */
+	if (!d->ntasks_per_node || d->ntasks_per_node == NO_VAL16)
+		return false;
+	r->cpus = MAX(d->pn_min_cpus, d->ntasks_per_node * MAX(d->cpus_per_task, 1));
+	r->gpus = _job_gpus_per_node(job_ptr, d->ntasks_per_node);
+	return r->gpus != NO_VAL;
+}
+
+/* GPUs per node of a multi-node job, NO_VAL when not per node or per task. */
+static uint32_t _job_gpus_per_node(job_record_t *job_ptr, uint16_t tasks)
+{
+	gres_state_t *gs;
+	gres_job_state_t *gjs;
+
+	if (!job_ptr->gres_list_req)
+		return 0;
+	gs = list_find_first(job_ptr->gres_list_req, _find_gpu, NULL);
+	if (!gs || !(gjs = gs->gres_data))
+		return NO_VAL;
+	if (gjs->gres_per_node)
+		return gjs->gres_per_node;
+	if (gjs->gres_per_task)
+		return gjs->gres_per_task * tasks;
+	return NO_VAL;
+}
+
+static uint64_t _busy_gpus(node_record_t *node_ptr)
+{
+	gres_state_t *gs = node_ptr->gres_list ?
+		list_find_first(node_ptr->gres_list, _find_gpu, NULL) : NULL;
+	gres_node_state_t *ns = gs ? gs->gres_data : NULL;
+	uint64_t mask = 0;
+
+	if (!ns || !ns->gres_bit_alloc)
+		return 0;
+	for (int64_t g = 0; g < bit_size(ns->gres_bit_alloc) && g < 64; g++)
+		if (bit_test(ns->gres_bit_alloc, g))
+			mask |= (uint64_t) 1 << g;
+	return mask;
+}
+
+static int _cmp_score(const struct k8sdra_score *a, const struct k8sdra_score *b)
+{
+	const uint32_t av[] = { a->numa_nodes, a->l3_groups, a->sockets, a->cores,
+				a->gpu_distance, a->free_in_numa, a->free_in_l3 };
+	const uint32_t bv[] = { b->numa_nodes, b->l3_groups, b->sockets, b->cores,
+				b->gpu_distance, b->free_in_numa, b->free_in_l3 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(av); i++)
+		if (av[i] != bv[i])
+			return av[i] < bv[i] ? -1 : 1;
+	return 0;
+}
+
+/* The engine's choice on node i, leaving out the busy cores and GPUs. */
+static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
+		    uint32_t tpc, uint32_t gpus, struct k8sdra_choice *c)
+{
+	uint32_t busy_cores[MAX_CORES];
+	size_t nbusy = 0;
+	uint32_t off = cr_get_coremap_offset(i);
+
+	for (uint32_t core = 0; core < node_ptr->tot_cores && nbusy < MAX_CORES; core++)
+		if (bit_test(busy, off + core))
+			busy_cores[nbusy++] = core;
+	return k8sdra_choose(node_ptr->name, cpus, tpc, gpus, busy_cores, nbusy,
+			     _busy_gpus(node_ptr), c) == K8SDRA_OK && c->fits;
+}
+
+extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
+				   bitstr_t *base, bitstr_t **nodes)
+{
+	uint32_t cores[MAX_CORES], gres[MAX_GPUS];
+	struct k8sdra_choice c = { .cores = cores, .core_cap = MAX_CORES,
+				   .gres = gres, .gres_cap = MAX_GPUS };
+	struct k8sdra_score best = { 0 };
+	bitstr_t *exc = NULL;
+	node_record_t *node_ptr;
+	node_req_t r;
+	int scored = 0, last;
+	bool have_best = false;
+
+	*nodes = NULL;
+	if (!_node_request(job_ptr, &r))
+		return NULL;
+	_busy_refresh();
+
+	last = bit_fls(node_bitmap);
+	for (int i = bit_ffs(node_bitmap); i >= 0 && i <= last && scored < STEER_MAX_NODES; i++) {
+		uint32_t off;
+		int cmp;
+		if (!bit_test(node_bitmap, i) || !k8s_view_node_ready(i) ||
+		    !(node_ptr = node_record_table_ptr[i]))
+			continue;
+		scored++;
+		if (!exc) {
+			exc = base ? bit_copy(base) :
+				bit_alloc(cr_get_coremap_offset(node_record_count));
+			*nodes = bit_alloc(bit_size(node_bitmap));
+		}
+		off = cr_get_coremap_offset(i);
+		bit_nset(exc, off, off + node_ptr->tot_cores - 1);
+		if (!_choose(node_ptr, i, r.cpus, r.tpc, r.gpus, &c)) {
+			debug2(PREFIX "%pJ: no topology choice on %s: %s",
+			       job_ptr, node_ptr->name, c.reason);
+			continue;
+		}
+		debug2(PREFIX "%pJ: on %s the engine chooses %zu cores over %u NUMA nodes, %zu GPUs",
+		       job_ptr, node_ptr->name, c.ncores, c.score.numa_nodes, c.ngres);
+		for (size_t k = 0; k < c.ncores; k++)
+			bit_clear(exc, off + cores[k]);
+		/* one node: only the best-scoring nodes; several: every fitting one */
+		cmp = (!r.single || !have_best) ? -1 : _cmp_score(&c.score, &best);
+		if (r.single && cmp < 0) {
+			bit_clear_all(*nodes);
+			best = c.score;
+		}
+		have_best = true;
+		if (cmp <= 0)
+			bit_set(*nodes, i);
+	}
+	if (!have_best) {
+		FREE_NULL_BITMAP(exc);
+		FREE_NULL_BITMAP(*nodes);
+		return NULL;
+	}
+	/* Nodes the job must have (-w) take part whatever their score. */
+	if (job_ptr->details->req_node_bitmap &&
+	    bit_size(job_ptr->details->req_node_bitmap) == bit_size(*nodes))
+		bit_or(*nodes, job_ptr->details->req_node_bitmap);
+	return exc;
+}
+
+extern void k8s_steer_chosen(job_record_t *job_ptr)
+{
+	uint32_t cores[MAX_CORES];
+	job_resources_t *jr = job_ptr->job_resrcs;
+	struct k8sdra_choice c = { .cores = cores, .core_cap = MAX_CORES };
+	chosen_t *slot;
+	node_req_t r;
+	int last;
+
+	if (!jr || !jr->node_bitmap || !_node_request(job_ptr, &r) || !r.gpus)
+		return;
+	slot = &chosen[chosen_next++ % ARRAY_SIZE(chosen)];
+	memset(slot, 0, sizeof(*slot));
+	last = bit_fls(jr->node_bitmap);
+	for (int i = bit_ffs(jr->node_bitmap); i >= 0 && i <= last; i++) {
+		node_gpus_t *ng = &slot->nodes[slot->nnodes];
+		if (!bit_test(jr->node_bitmap, i) || !k8s_view_node_ready(i))
+			continue;
+		if (slot->nnodes >= CHOSEN_NODES)
+			break;
+		c.gres = ng->gres;
+		c.gres_cap = MAX_GPUS;
+		if (!_choose(node_record_table_ptr[i], i, r.cpus, r.tpc, r.gpus, &c))
+			continue;
+		ng->node = i;
+		ng->ngres = c.ngres;
+		slot->nnodes++;
+	}
+	slot->job_id = job_ptr->job_id;
+}
+
+/* Replace the node's selected GPUs by the engine's, same count, all free. */
+static void _apply_gpus(job_record_t *job_ptr, node_gpus_t *ng)
+{
+	gres_state_t *gs = list_find_first(job_ptr->gres_list_req, _find_gpu, NULL);
+	gres_state_t *ngs;
+	gres_job_state_t *gjs = gs ? gs->gres_data : NULL;
+	gres_node_state_t *ns;
+	node_record_t *node_ptr = node_record_table_ptr[ng->node];
+	bitstr_t *sel;
+
+	if (!gjs || !gjs->gres_bit_select || ng->node >= (int) gjs->total_node_cnt ||
+	    !(sel = gjs->gres_bit_select[ng->node]) ||
+	    bit_set_count(sel) != (int64_t) ng->ngres || !node_ptr->gres_list)
+		return;
+	ngs = list_find_first(node_ptr->gres_list, _find_gpu, NULL);
+	ns = ngs ? ngs->gres_data : NULL;
+	if (!ns || !ns->gres_bit_alloc || ns->type_cnt > 1)
+		return;	/* several GPU types on the node: keep cons_tres's */
+	for (size_t k = 0; k < ng->ngres; k++)
+		if (ng->gres[k] >= bit_size(sel) ||
+		    bit_test(ns->gres_bit_alloc, ng->gres[k]))
+			return;	/* not truly free: keep cons_tres's */
+	bit_clear_all(sel);
+	for (size_t k = 0; k < ng->ngres; k++)
+		bit_set(sel, ng->gres[k]);
+	debug(PREFIX "%pJ: GPUs on %s chosen by topology", job_ptr, node_ptr->name);
+}
+
+extern void k8s_steer_begin(job_record_t *job_ptr)
+{
+	job_resources_t *jr = job_ptr->job_resrcs;
+
+	for (size_t k = 0; k < ARRAY_SIZE(chosen); k++) {
+		if (chosen[k].job_id != job_ptr->job_id)
+			continue;
+		for (int n = 0; n < chosen[k].nnodes; n++)
+			if (chosen[k].nodes[n].ngres && jr && jr->node_bitmap &&
+			    bit_test(jr->node_bitmap, chosen[k].nodes[n].node))
+				_apply_gpus(job_ptr, &chosen[k].nodes[n]);
+		chosen[k].job_id = 0;
+	}
+	_busy_refresh();
+	_mark_job(job_ptr, true);
+}

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The cluster's Kubernetes side as the tests see it: kubectl (the real
+client) against the test API server, and the server's fault controls."""
+import json
+import urllib.request
+
+CLAIM_LABEL_JOB = "k8s-cons-tres.slurm.io/job-id"
+CLAIM_LABEL_CLUSTER = "k8s-cons-tres.slurm.io/cluster"
+
+
+def kubectl(cluster, *args, check=True, timeout=60):
+    return cluster.run("kubectl", *args, check=check, timeout=timeout)
+
+
+def get_json(cluster, *args) -> dict:
+    return json.loads(kubectl(cluster, "get", *args, "-o", "json").stdout)
+
+
+def job_claims(cluster, job_id=None) -> list:
+    selector = CLAIM_LABEL_JOB + (f"={job_id}" if job_id is not None else "")
+    return get_json(cluster, "resourceclaims", "-n", "slurm", "-l", selector)["items"]
+
+
+def pod_claims(cluster) -> list:
+    return [c for c in get_json(cluster, "resourceclaims", "-A")["items"]
+            if CLAIM_LABEL_JOB not in c["metadata"].get("labels", {})]
+
+
+def cpu_ids_by_device(cluster) -> dict:
+    """(node, device name) -> dra.cpu/cpuID, from the published slices."""
+    out = {}
+    for s in get_json(cluster, "resourceslices")["items"]:
+        if s["spec"]["driver"] != "dra.cpu":
+            continue
+        for d in s["spec"].get("devices", []):
+            cpu = d.get("attributes", {}).get("dra.cpu/cpuID")
+            if cpu:
+                out[(s["spec"]["nodeName"], d["name"])] = cpu["int"]
+    return out
+
+
+def claim_devices(claim: dict, cpu_ids: dict) -> tuple:
+    """(node, CPU ids, GPU minor numbers) a claim holds."""
+    alloc = claim.get("status", {}).get("allocation")
+    if not alloc:
+        return None, [], []
+    node = alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+    cpus, gpus = [], []
+    for r in alloc["devices"]["results"]:
+        if r["driver"] == "dra.cpu" and (node, r["device"]) in cpu_ids:
+            cpus.append(cpu_ids[(node, r["device"])])
+        elif r["driver"] != "dra.cpu":
+            gpus.append(int(r["device"].split("-")[1]))
+    for cfg in alloc["devices"].get("config", []):
+        cpuset = cfg.get("opaque", {}).get("parameters", {}).get("cpuConfig", {}).get("cpuset")
+        if cpuset:
+            from .alignment import parse_id_list
+            cpus.extend(parse_id_list(cpuset))
+    return node, sorted(cpus), sorted(gpus)
+
+
+def faults(cluster, **settings):
+    """Set the test API server's faults (refuse, hang, status, ...)."""
+    url = cluster.apiserver()["controlUrl"] + "/_test/faults"
+    req = urllib.request.Request(url, data=json.dumps(settings).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"{}")
+
+
+def reset_faults(cluster):
+    url = cluster.apiserver()["controlUrl"] + "/_test/faults/reset"
+    req = urllib.request.Request(url, data=b"{}", method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read()

@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Slurm jobs and Kubernetes pods on the same nodes, through the real
+slurmctld, slurmd, the test API server and kubectl: what pods hold is never
+given to a job, jobs land topology-aware, and each job's devices are posted
+as ResourceClaims that go away with the job."""
+import json
+import random
+
+import pytest
+
+from harness import fixture as fixture_mod
+from harness.alignment import describe, job_allocations
+from harness.jobs import sbatch, show_job, wait_job
+from harness.kube import claim_devices, cpu_ids_by_device, job_claims, kubectl, pod_claims
+from harness.wait import wait_for
+from conftest import FIXTURES
+
+DEMO = FIXTURES / "demo.json"
+
+
+@pytest.fixture(scope="module")
+def fx():
+    return fixture_mod.load(str(DEMO))
+
+
+@pytest.fixture(autouse=True)
+def no_jobs_left(request):
+    """Every test starts and ends with no job and no job claim."""
+    yield
+    cluster = request.getfixturevalue("k8s_cluster") if "k8s_cluster" in request.fixturenames else None
+    if cluster is None:
+        return
+    cluster.run("scancel", "--user", "root", check=False)
+    wait_for(lambda: not cluster.run("squeue", "-h", "-t", "PD,R,CG", check=False).stdout.strip(),
+             timeout=60, what="all jobs to end")
+    wait_for(lambda: not job_claims(cluster), timeout=30, what="job claims to be deleted")
+
+
+def pod_held(cluster) -> dict:
+    """node -> (CPU ids, GPU indices) that pods hold, as Kubernetes says now."""
+    cpu_ids = cpu_ids_by_device(cluster)
+    held = {}
+    for c in pod_claims(cluster):
+        node, cpus, gpus = claim_devices(c, cpu_ids)
+        if node:
+            h = held.setdefault(node, (set(), set()))
+            h[0].update(cpus)
+            h[1].update(gpus)
+    return held
+
+
+def running_allocations(cluster, jobs):
+    out = {}
+    for j in jobs:
+        if show_job(cluster, j).get("JobState") == "RUNNING":
+            out[j] = job_allocations(cluster, j)
+    return out
+
+
+def test_pod_held_cpus_and_gpus_never_go_to_jobs(k8s_cluster):
+    held = pod_held(k8s_cluster)
+    assert held, "the demo fixture has pods holding devices"
+    rng = random.Random(7)
+    jobs = []
+    for _ in range(24):
+        opts = rng.choice([["-c2"], ["-c6"], ["-c4", "--gres=gpu:1"], ["-c8", "--gres=gpu:2"], ["-c12"]])
+        jobs.append(sbatch(k8s_cluster, "-o", "/dev/null", *opts, "--wrap", "sleep 60"))
+    wait_for(lambda: all(show_job(k8s_cluster, j).get("JobState") in ("RUNNING", "PENDING") for j in jobs),
+             timeout=60, what="jobs to be scheduled")
+    wait_for(lambda: len(running_allocations(k8s_cluster, jobs)) >= 12, timeout=60,
+             what="at least 12 jobs running")
+    for job, allocs in running_allocations(k8s_cluster, jobs).items():
+        for a in allocs:
+            cpus, gpus = held.get(a.node, (set(), set()))
+            assert not cpus & set(a.cpu_ids), f"job {job} got pod-held CPUs on {a.node}"
+            assert not gpus & set(a.gpu_idx), f"job {job} got pod-held GPUs on {a.node}"
+
+
+def test_claims_hold_exactly_the_jobs_devices(k8s_cluster):
+    jobs = [sbatch(k8s_cluster, "-o", "/dev/null", *opts, "--wrap", "sleep 60")
+            for opts in (["-c4"], ["-c8", "--gres=gpu:2"], ["-w", "k8s-n4", "-c6", "--gres=gpu:1"],
+                         ["-N2", "--ntasks-per-node=1", "-c4", "--gres=gpu:1"])]
+    for j in jobs:
+        wait_job(k8s_cluster, j, states={"RUNNING"})
+    cpu_ids = cpu_ids_by_device(k8s_cluster)
+    for j in jobs:
+        allocs = {a.node: a for a in job_allocations(k8s_cluster, j)}
+
+        def claimed():
+            per_node = {}
+            for c in job_claims(k8s_cluster, j):
+                node, cpus, gpus = claim_devices(c, cpu_ids)
+                if node:
+                    p = per_node.setdefault(node, ([], []))
+                    p[0].extend(cpus)
+                    p[1].extend(gpus)
+            return per_node if set(per_node) == set(allocs) else None
+
+        per_node = wait_for(claimed, timeout=30, what=f"claims of job {j}")
+        for node, a in allocs.items():
+            assert sorted(per_node[node][0]) == sorted(a.cpu_ids), f"job {j} CPUs on {node}"
+            assert sorted(per_node[node][1]) == sorted(a.gpu_idx), f"job {j} GPUs on {node}"
+
+
+def test_claims_labelled_for_cluster_job_user_node(k8s_cluster):
+    j = sbatch(k8s_cluster, "-w", "k8s-n3", "-o", "/dev/null", "-c2", "--wrap", "sleep 60")
+    wait_job(k8s_cluster, j, states={"RUNNING"})
+    claims = wait_for(lambda: job_claims(k8s_cluster, j), timeout=30, what="the job's claim")
+    labels = claims[0]["metadata"]["labels"]
+    assert labels["k8s-cons-tres.slurm.io/job-id"] == str(j)
+    assert labels["k8s-cons-tres.slurm.io/node"] == "k8s-n3"
+    assert labels["k8s-cons-tres.slurm.io/user"] == "root"
+    assert labels["k8s-cons-tres.slurm.io/cluster"]
+    # an admin finds them with kubectl by label
+    out = kubectl(k8s_cluster, "get", "resourceclaims", "-n", "slurm", "-l",
+                  f"k8s-cons-tres.slurm.io/job-id={j}", "-o", "name").stdout
+    assert out.strip() == f"resourceclaim.resource.k8s.io/{claims[0]['metadata']['name']}"
+
+
+def test_claims_go_away_when_jobs_end_are_cancelled_or_requeued(k8s_cluster):
+    done = sbatch(k8s_cluster, "-o", "/dev/null", "-c2", "--wrap", "sleep 3")
+    cancelled = sbatch(k8s_cluster, "-o", "/dev/null", "-c2", "--wrap", "sleep 120")
+    requeued = sbatch(k8s_cluster, "-o", "/dev/null", "-c2", "--requeue", "--hold", "--wrap", "sleep 120")
+    k8s_cluster.run("scontrol", "release", str(requeued))
+    for j in (cancelled, requeued):
+        wait_job(k8s_cluster, j, states={"RUNNING"})
+        wait_for(lambda j=j: job_claims(k8s_cluster, j), timeout=30, what=f"claims of job {j}")
+    wait_job(k8s_cluster, done, states={"COMPLETED"})
+    wait_for(lambda: not job_claims(k8s_cluster, done), timeout=30, what="claims of the finished job to go")
+    k8s_cluster.run("scancel", str(cancelled))
+    wait_for(lambda: not job_claims(k8s_cluster, cancelled), timeout=30, what="claims of the cancelled job to go")
+    k8s_cluster.run("scontrol", "requeuehold", str(requeued))
+    wait_for(lambda: not job_claims(k8s_cluster, requeued), timeout=30, what="claims of the requeued job to go")
+
+
+def test_more_than_32_cpus_are_split_over_claims(k8s_cluster):
+    j = sbatch(k8s_cluster, "-w", "k8s-n3", "-o", "/dev/null", "-c40", "--wrap", "sleep 60")
+    wait_job(k8s_cluster, j, states={"RUNNING"})
+    claims = wait_for(lambda: (c := job_claims(k8s_cluster, j)) and len(c) >= 2 and c, timeout=30,
+                      what="the split claims")
+    sizes = sorted(len(c["status"]["allocation"]["devices"]["results"]) for c in claims)
+    assert all(s <= 32 for s in sizes)
+    assert sum(sizes) == 40
+    assert len(claims) == 2
+
+
+def test_alignment_on_an_idle_node(k8s_cluster, fx):
+    """On nodes with room, CPUs fill the fewest NUMA nodes and GPUs sit on them."""
+    cases = [("k8s-n3", ["-c16"], 1), ("k8s-n1", ["-c4", "--gres=gpu:1"], 1),
+             ("k8s-n2", ["-c8", "--gres=gpu:2"], 1)]
+    for node, opts, numas in cases:
+        j = sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", *opts, "--wrap", "sleep 60")
+        wait_job(k8s_cluster, j, states={"RUNNING"})
+        (a,) = job_allocations(k8s_cluster, j)
+        d = describe(fx.node(node), a)
+        assert len(d["cpu_numas"]) == numas, f"{opts} on {node}: CPUs on NUMA {d['cpu_numas']}"
+        assert d["gpus_aligned"], f"{opts} on {node}: GPUs on NUMA {d['gpu_numas']}, CPUs {d['cpu_numas']}"
+
+
+def test_pods_taking_and_releasing_devices_during_the_run(k8s_cluster, tmp_path):
+    """A pod claim made now keeps its devices from the next jobs; deleting it
+    gives them back."""
+    node = "k8s-n3"
+    claim = tmp_path / "claim.yaml"
+    cpu_dev = {v: k[1] for k, v in cpu_ids_by_device(k8s_cluster).items() if k[0] == node}
+    taken = list(range(16, 32))  # NUMA node 1 of k8s-n3
+    results = ",".join(f'{{"request":"cpu","driver":"dra.cpu","pool":"{node}","device":"{cpu_dev[c]}"}}'
+                       for c in taken)
+    claim.write_text(f"""{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+ "metadata":{{"name":"late-pod","namespace":"default"}},
+ "spec":{{"devices":{{"requests":[{{"name":"cpu","exactly":{{"deviceClassName":"dra.cpu","count":{len(taken)}}}}},
+   {{"name":"gpu","exactly":{{"deviceClassName":"gpu.nvidia.com","count":2}}}}]}}}}}}""")
+    kubectl(k8s_cluster, "apply", "-f", str(claim))
+    status = (f'{{"status":{{"allocation":{{"devices":{{"results":[{results},'
+              f'{{"request":"gpu","driver":"gpu.nvidia.com","pool":"{node}","device":"gpu-2"}},'
+              f'{{"request":"gpu","driver":"gpu.nvidia.com","pool":"{node}","device":"gpu-3"}}]}},'
+              f'"nodeSelector":{{"nodeSelectorTerms":[{{"matchFields":[{{"key":"metadata.name",'
+              f'"operator":"In","values":["{node}"]}}]}}]}}}}}}}}')
+    kubectl(k8s_cluster, "patch", "resourceclaim", "late-pod", "-n", "default", "--subresource=status",
+            "--type=merge", "-p", status)
+    wait_for(lambda: "IDX:2-3" in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
+             timeout=30, what="the pod's GPUs to be kept from Slurm")
+    jobs = [sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-c8", "--gres=gpu:1", "--wrap", "sleep 60")
+            for _ in range(4)]
+    for j in jobs:
+        wait_job(k8s_cluster, j, states={"RUNNING", "PENDING"})
+    for j, allocs in running_allocations(k8s_cluster, jobs).items():
+        for a in allocs:
+            assert not set(a.cpu_ids) & set(taken), f"job {j} got CPUs the late pod holds"
+            assert not {2, 3} & set(a.gpu_idx), f"job {j} got GPUs the late pod holds"
+    kubectl(k8s_cluster, "delete", "resourceclaim", "late-pod", "-n", "default")
+    wait_for(lambda: "IDX:2-3" not in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
+             timeout=30, what="the pod's GPUs to return to Slurm")
+
+
+def test_admin_view_file_shows_free_and_held_devices(k8s_cluster):
+    view_file = k8s_cluster.run_dir / "state" / "k8s_cons_tres_view.json"
+    j = sbatch(k8s_cluster, "-w", "k8s-n1", "-o", "/dev/null", "-c4", "--gres=gpu:1", "--wrap", "sleep 60")
+    wait_job(k8s_cluster, j, states={"RUNNING"})
+
+    def node_view():
+        try:
+            view = json.loads(view_file.read_text())
+        except (OSError, ValueError):
+            return None
+        n1 = next(n for n in view["nodes"] if n["node"] == "k8s-n1")
+        return n1 if any(h.get("slurm_job") == j for h in n1["held"]) else None
+
+    n1 = wait_for(node_view, timeout=30, what="the view file to show the job")
+    assert {"kubernetes_claim": "ml-team/trainer-0-gpu", "cpus": "0-3", "gpus": "0"} in n1["held"]
+    (a,) = job_allocations(k8s_cluster, j)
+    mine = next(h for h in n1["held"] if h.get("slurm_job") == j)
+    assert mine["gpus"] == ",".join(map(str, a.gpu_idx))
+    assert n1["cpus"] == 64 and n1["gpus"] == 8

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A Slurm job's devices as the ResourceClaims that hold exactly them.
+#include "core/hwloc_fixture.h"
+#include "core/inventory.h"
+#include "k8s_client/job_claims.h"
+
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <set>
+
+using namespace k8sdra;
+using namespace k8sdra::k8s;
+
+namespace {
+
+// 2 sockets x 2 NUMA x 6 cores x 2 threads: 24 cores, 48 CPUs, GPUs spread.
+Inventory inventory(CpuMode mode, uint32_t gpus = 4) {
+    FixtureOptions o;
+    o.node = "node1";
+    o.mode = mode;
+    o.gpus = gpus;
+    FixtureResult f = fixture_from_synthetic("pack:2 numa:2 l3:1 core:6 pu:2", o);
+    REQUIRE(f.ok);
+    return Inventory::build(f.slices, {});
+}
+
+PluginConfig config() {
+    PluginConfig c;
+    c.claim_namespace = "hpc";
+    return c;
+}
+
+JobAlloc job(std::vector<uint32_t> cores, std::vector<uint32_t> gres = {}) {
+    return JobAlloc{42, "alice", {JobNodeAlloc{"node1", std::move(cores), std::move(gres)}}};
+}
+
+std::set<int32_t> cpu_ids_of(const Inventory &inv, const std::vector<uint32_t> &cores) {
+    const CpuTopology &t = *inv.node("node1")->topology.cpu;
+    std::set<int32_t> ids;
+    for (uint32_t c : cores)
+        for (uint32_t th = 0; th < t.cores[c].nthreads; ++th) ids.insert(t.cpus[t.cores[c].first_cpu + th].cpu_id);
+    return ids;
+}
+
+}  // namespace
+
+TEST_CASE("individual mode: one result per CPU of every core, plus the GPUs") {
+    const Inventory inv = inventory(CpuMode::Individual);
+    std::string error;
+    auto claims = job_claims(job({0, 1}, {1}), inv, config(), "hpc1", &error);
+    REQUIRE(error.empty());
+    REQUIRE(claims.size() == 1);
+    const ClaimIntent &c = claims[0];
+    CHECK(c.ns == "hpc");
+    CHECK(c.name == claimName("hpc1", 42, "node1", 0));
+    CHECK(c.nodeName == "node1");
+    CHECK(c.labels.at(kLabelJob) == "42");
+    CHECK(c.labels.at(kLabelUser) == "alice");
+    CHECK(c.labels.at(kLabelCluster) == "hpc1");
+    CHECK(c.opaqueCpuset.empty());
+    // the devices are exactly the CPUs of cores 0 and 1 and GPU 1
+    const CpuTopology &t = *inv.node("node1")->topology.cpu;
+    std::set<int32_t> got;
+    std::vector<std::string> gpus;
+    for (const auto &r : c.results) {
+        CHECK(r.pool == "node1");
+        if (r.request == "cpu") {
+            CHECK(r.driver == "dra.cpu");
+            got.insert(t.cpus[t.by_device.at(r.device)].cpu_id);
+        } else {
+            gpus.push_back(r.device);
+        }
+    }
+    CHECK(got == cpu_ids_of(inv, {0, 1}));
+    CHECK(gpus == std::vector<std::string>{inv.node("node1")->topology.gpus[1].device});
+    REQUIRE(c.requests.size() == 2);
+    CHECK(c.requests[0].count == 4);
+    CHECK(std::regex_search(c.requests[0].celSelectors.at(0), std::regex("cpuID in \\[")));
+}
+
+TEST_CASE("more than 32 devices are split over claims of at most 32 results") {
+    const Inventory inv = inventory(CpuMode::Individual);
+    std::vector<uint32_t> cores;
+    for (uint32_t c = 0; c < 20; ++c) cores.push_back(c);  // 40 CPUs
+    std::string error;
+    auto claims = job_claims(job(cores, {0, 2}), inv, config(), "hpc1", &error);
+    REQUIRE(claims.size() == 2);
+    CHECK(claims[0].results.size() == 32);
+    CHECK(claims[1].results.size() == 10);
+    CHECK(claims[0].name == claimName("hpc1", 42, "node1", 0));
+    CHECK(claims[1].name == claimName("hpc1", 42, "node1", 1));
+    size_t total_cpu = 0;
+    for (const auto &c : claims) {
+        for (const auto &r : c.results) total_cpu += r.request == "cpu";
+        // each claim's requests count exactly its own results
+        int64_t counted = 0;
+        for (const auto &q : c.requests) counted += q.count;
+        CHECK(counted == static_cast<int64_t>(c.results.size()));
+    }
+    CHECK(total_cpu == 40);
+}
+
+TEST_CASE("grouped mode: shares of the group devices and the exact cpuset") {
+    const Inventory inv = inventory(CpuMode::GroupNuma);
+    std::string error;
+    // cores 5 and 6 sit in two different NUMA nodes of socket 0
+    auto claims = job_claims(job({5, 6}), inv, config(), "hpc1", &error);
+    REQUIRE(error.empty());
+    REQUIRE(claims.size() == 1);
+    const ClaimIntent &c = claims[0];
+    REQUIRE(c.results.size() == 2);
+    std::set<std::string> devices;
+    for (const auto &r : c.results) {
+        devices.insert(r.device);
+        CHECK(r.consumedCapacity.at("dra.cpu/cpu") == "2");
+        CHECK(std::regex_match(r.shareID, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+    }
+    CHECK(devices.size() == 2);
+    std::vector<int32_t> ids;
+    REQUIRE(parse_cpuset(c.opaqueCpuset, &ids));
+    CHECK(std::set<int32_t>(ids.begin(), ids.end()) == cpu_ids_of(inv, {5, 6}));
+    CHECK(c.requests.at(0).capacity.at("dra.cpu/cpu") == "4");
+}
+
+TEST_CASE("nodes the inventory does not know get no claim; bad indices are errors") {
+    const Inventory inv = inventory(CpuMode::Individual);
+    std::string error;
+    JobAlloc j = job({0});
+    j.nodes.push_back(JobNodeAlloc{"plain-node", {0, 1}, {}});
+    auto claims = job_claims(j, inv, config(), "hpc1", &error);
+    CHECK(error.empty());
+    REQUIRE(claims.size() == 1);
+    CHECK(claims[0].nodeName == "node1");
+
+    CHECK(job_claims(job({24}), inv, config(), "hpc1", &error).empty());
+    CHECK(error == "job 42: node node1 has no Slurm core 24 (it has 24)");
+    error.clear();
+    CHECK(job_claims(job({0}, {9}), inv, config(), "hpc1", &error).empty());
+    CHECK(error == "job 42: node node1 has no GPU 9 (it has 4)");
+}
+
+TEST_CASE("shareIDs are stable and distinct") {
+    CHECK(stable_uuid("a") == stable_uuid("a"));
+    CHECK(stable_uuid("a") != stable_uuid("b"));
+}

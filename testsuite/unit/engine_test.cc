@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The engine the scheduling path asks: which nodes are Kubernetes nodes,
+// what to keep out of them, when its view is stale, and the choice it makes.
+#include "core/engine.h"
+#include "core/hwloc_fixture.h"
+
+#include <catch2/catch.hpp>
+
+using namespace k8sdra;
+
+namespace {
+
+struct Clock {
+    Engine::Clock::time_point now{std::chrono::hours(1)};
+};
+
+PluginConfig config() {
+    PluginConfig c;
+    c.in_cluster = true;
+    c.stale_after = std::chrono::seconds(30);
+    c.cluster_label = "hpc1";
+    return c;
+}
+
+std::vector<ResourceSlice> slices(const std::string &node) {
+    FixtureOptions o;
+    o.node = node;
+    o.gpus = 4;
+    FixtureResult f = fixture_from_synthetic("pack:2 numa:2 l3:1 core:4 pu:2", o);
+    REQUIRE(f.ok);
+    return f.slices;
+}
+
+// A pod's claim holding the CPUs with these ids and these GPUs on node1.
+ClaimHolding pod_claim(const std::vector<ResourceSlice> &sl, std::vector<int64_t> cpu_ids,
+                       std::vector<std::string> gpus, std::map<std::string, std::string> labels = {}) {
+    ClaimHolding c;
+    c.ns = "web";
+    c.name = "pod-0";
+    c.allocated = true;
+    c.nodeName = "node1";
+    c.labels = std::move(labels);
+    for (const auto &s : sl)
+        for (const auto &d : s.devices) {
+            auto it = d.attributes.find("dra.cpu/cpuID");
+            if (it != d.attributes.end() &&
+                std::find(cpu_ids.begin(), cpu_ids.end(), std::get<int64_t>(it->second)) != cpu_ids.end())
+                c.results.push_back({"cpu", "dra.cpu", "node1", d.name, "", {}});
+        }
+    for (const auto &g : gpus) c.results.push_back({"gpu", "gpu.nvidia.com", "node1", g, "", {}});
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("integration off: every node is plain cons_tres") {
+    Engine e(std::nullopt);
+    CHECK(e.generation() == 0);
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::NotK8s);
+}
+
+TEST_CASE("Kubernetes nodes are unavailable until the first sync, and when stale") {
+    Clock clock;
+    Engine e(config(), [&] { return clock.now; });
+    auto before = e.exclusion("node1", nullptr, true);
+    CHECK(before.state == ViewState::Unavailable);
+    CHECK(before.reason == "inventory not yet in sync with the Kubernetes API server");
+    CHECK(e.exclusion("other", nullptr, false).state == ViewState::NotK8s);
+
+    auto sl = slices("node1");
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {})));
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Ready);
+    // a node with slices is a Kubernetes node even when not listed
+    CHECK(e.exclusion("node1", nullptr, false).state == ViewState::Ready);
+    const uint64_t fresh = e.generation();
+
+    clock.now += std::chrono::seconds(31);
+    auto stale = e.exclusion("node1", nullptr, true);
+    CHECK(stale.state == ViewState::Unavailable);
+    CHECK(stale.reason == "inventory is 31s old (StaleAfter=30s): API server unreachable?");
+    CHECK(e.generation() != fresh);
+    e.mark_fresh();
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Ready);
+    CHECK(e.generation() == fresh);
+}
+
+TEST_CASE("what pods hold is kept out, in Slurm core and GRES indices") {
+    Engine e(config());
+    auto sl = slices("node1");
+    // CPU ids 0 and 1 are the two threads of core 0 here; 6 is core 3's first
+    auto inv = Inventory::build(sl, {pod_claim(sl, {0, 1, 6}, {"gpu-2"})});
+    e.publish(std::make_shared<const Inventory>(std::move(inv)));
+    auto ex = e.exclusion("node1", nullptr, true);
+    REQUIRE(ex.state == ViewState::Ready);
+    CHECK(ex.cores == std::vector<uint32_t>{0, 3});
+    CHECK(ex.gres == std::vector<uint32_t>{2});
+}
+
+TEST_CASE("a Slurm definition that disagrees with the slices is a mismatch with the difference") {
+    Engine e(config());
+    e.publish(std::make_shared<const Inventory>(Inventory::build(slices("node1"), {})));
+    SlurmNodeDef def{2, 6, 2, 4};
+    auto ex = e.exclusion("node1", &def, true);
+    CHECK(ex.state == ViewState::Mismatch);
+    CHECK(ex.reason == "Slurm node definition disagrees with its ResourceSlices: cores per socket: slurm 6, slices 8");
+    SlurmNodeDef good{2, 8, 2, 4};
+    CHECK(e.exclusion("node1", &good, true).state == ViewState::Ready);
+}
+
+TEST_CASE("our own job claims do not change the view's generation; pod claims do") {
+    Engine e(config());
+    auto sl = slices("node1");
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {})));
+    const uint64_t g0 = e.generation();
+    InventoryOptions io;
+    io.job_label = "k8s-cons-tres.slurm.io/job-id";
+    auto job_claim = pod_claim(sl, {2, 3}, {}, {{io.job_label, "7"}});
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {job_claim}, io)));
+    CHECK(e.generation() == g0);
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {pod_claim(sl, {4}, {})}, io)));
+    CHECK(e.generation() != g0);
+}
+
+TEST_CASE("the choice avoids pod-held and Slurm-busy cores and aligns GPUs") {
+    Engine e(config());
+    auto sl = slices("node1");
+    // pods hold all of NUMA node 0's GPU (gpu-0); Slurm jobs use core 4
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {pod_claim(sl, {}, {"gpu-0"})})));
+    Request r;
+    r.cpus = 4;
+    r.whole_cores = true;
+    r.gpus = 1;
+    auto c = e.choose("node1", r, {4}, 0);
+    REQUIRE(c.fits);
+    CHECK(c.cores.size() == 2);
+    CHECK(std::find(c.cores.begin(), c.cores.end(), 4u) == c.cores.end());
+    REQUIRE(c.gres.size() == 1);
+    CHECK(c.gres[0] != 0);
+    CHECK(c.score.numa_nodes == 1);
+    // everything busy: does not fit, with a reason
+    auto none = e.choose("node1", r, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, 0);
+    CHECK_FALSE(none.fits);
+    CHECK_FALSE(none.reason.empty());
+}
