@@ -99,6 +99,68 @@ Inventory Inventory::build(const std::vector<ResourceSlice> &slices,
     return inv;
 }
 
+Inventory Inventory::update(const Inventory &prev, const std::vector<std::string> &changed,
+                            const std::map<std::string, std::vector<ResourceSlice>> &slices_of,
+                            const std::map<std::string, std::vector<ClaimHolding>> &claims_of,
+                            const InventoryOptions &opts) {
+    Inventory inv = prev;
+    inv.rebuild_nodes(changed, slices_of, claims_of, opts);
+    return inv;
+}
+
+void Inventory::rebuild_nodes(const std::vector<std::string> &changed,
+                              const std::map<std::string, std::vector<ResourceSlice>> &slices_of,
+                              const std::map<std::string, std::vector<ClaimHolding>> &claims_of,
+                              const InventoryOptions &opts) {
+    static const std::vector<ResourceSlice> no_slices;
+    static const std::vector<ClaimHolding> no_claims;
+    claim_errors_.clear();
+    for (const std::string &name : changed) {
+        auto s = slices_of.find(name);
+        auto c = claims_of.find(name);
+        Inventory one = build(s == slices_of.end() ? no_slices : s->second,
+                              c == claims_of.end() ? no_claims : c->second, opts);
+        claim_errors_.insert(claim_errors_.end(), one.claim_errors_.begin(), one.claim_errors_.end());
+        NodeEntry *built = one.node(name);
+        if (!built) {
+            remove_node(name);
+            continue;
+        }
+        NodeEntry entry = std::move(*built);
+        if (entry.topology.cpu) {
+            // share an identical topology already in use; the ledger is
+            // rebuilt on the shared model (equal, so the indices hold)
+            auto shared = intern(entry.topology.cpu);
+            if (shared != entry.topology.cpu) {
+                NodeLedger ledger = entry.ledger;
+                entry.topology.cpu = shared;
+                entry.ledger = NodeLedger(shared.get(), entry.topology.gpus.size());
+                for (const Holding &h : ledger.holdings()) {
+                    std::string err;
+                    entry.ledger.hold(h.who, h.cpus, h.gpus, &err);
+                }
+            }
+        }
+        auto [it, fresh] = by_name_.try_emplace(name, nodes_.size());
+        if (fresh)
+            nodes_.push_back(std::move(entry));
+        else
+            nodes_[it->second] = std::move(entry);
+    }
+}
+
+void Inventory::remove_node(const std::string &name) {
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return;
+    const size_t i = it->second;
+    by_name_.erase(it);
+    if (i + 1 != nodes_.size()) {
+        nodes_[i] = std::move(nodes_.back());
+        by_name_[nodes_[i].name] = i;
+    }
+    nodes_.pop_back();
+}
+
 namespace {
 
 // The holder a claim stands for: its Slurm job when labelled, else itself.

@@ -40,6 +40,20 @@ public:
                            const std::vector<ClaimHolding> &claims,
                            const InventoryOptions &opts = {});
 
+    // The same inventory with only `changed` nodes rebuilt from their own
+    // slices and claims; every other node is taken from `prev` as it is. A
+    // changed node without slices leaves the inventory. Topologies stay
+    // shared across nodes as in build().
+    static Inventory update(const Inventory &prev, const std::vector<std::string> &changed,
+                            const std::map<std::string, std::vector<ResourceSlice>> &slices_of,
+                            const std::map<std::string, std::vector<ClaimHolding>> &claims_of,
+                            const InventoryOptions &opts = {});
+    // The same, in place (claim_errors() then only tells of these nodes).
+    void rebuild_nodes(const std::vector<std::string> &changed,
+                       const std::map<std::string, std::vector<ResourceSlice>> &slices_of,
+                       const std::map<std::string, std::vector<ClaimHolding>> &claims_of,
+                       const InventoryOptions &opts = {});
+
     const NodeEntry *node(const std::string &name) const;
     NodeEntry *node(const std::string &name);
     const std::vector<NodeEntry> &nodes() const { return nodes_; }
@@ -59,6 +73,7 @@ public:
     size_t distinct_topologies() const { return interned_.size(); }
 
 private:
+    void remove_node(const std::string &name);
     void apply_claim(const ClaimHolding &c, const InventoryOptions &opts);
     std::shared_ptr<const CpuTopology> intern(std::shared_ptr<const CpuTopology> t);
 

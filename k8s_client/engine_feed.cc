@@ -5,12 +5,17 @@
 #include "k8s_client/claim_json.h"
 #include "k8s_client/view_json.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <vector>
 
 namespace k8sdra::k8s {
 namespace {
 constexpr std::chrono::milliseconds kCoalesce{200};
+constexpr size_t kBatch = 512;  // nodes rebuilt per pass over the snapshot
+constexpr std::chrono::seconds kViewInterval{2};  // the admin view file, at most this often
 }  // namespace
 
 Config api_config(const PluginConfig &pc) {
@@ -79,29 +84,86 @@ void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
         log_.error(error);
 }
 
+namespace {
+
+// The nodes a claim's devices are on.
+std::vector<std::string> claim_nodes(const ClaimHolding &c) {
+    if (!c.nodeName.empty()) return {c.nodeName};
+    std::vector<std::string> out;
+    for (const auto &r : c.results)
+        if (std::find(out.begin(), out.end(), r.pool) == out.end()) out.push_back(r.pool);
+    return out;
+}
+
+size_t inv_nodes(const Inventory &inv) { return inv.nodes().size(); }
+
+uint64_t sig_of(const std::string &text) { return std::hash<std::string>{}(text) * 0x9e3779b97f4a7c15ULL + 1; }
+
+}  // namespace
+
+// Only the nodes whose slices or claims changed since the last inventory are
+// rebuilt: at 15,000 nodes a full build takes seconds, one node microseconds.
 void EngineFeed::rebuild(const Snapshot &snap) {
-    std::vector<ResourceSlice> slices;
-    slices.reserve(snap.sliceCount());
-    snap.forEachExpandedSlice([&](ResourceSlice s) { slices.push_back(std::move(s)); });
     // Our own claims are this cluster's Slurm jobs, which Slurm tracks itself;
     // another cluster's Slurm claims are as foreign to us as any pod's.
     const std::string cluster = labelValue(engine_->config()->cluster_label);
-    std::vector<ClaimHolding> claims;
-    snap.forEachClaim([&](const ClaimHolding &c) {
-        claims.push_back(c);
-        auto it = c.labels.find(kLabelCluster);
-        if (it == c.labels.end() || it->second != cluster) claims.back().labels.erase(kLabelJob);
+    std::map<std::string, uint64_t> sig;  // node -> order-free digest of its objects
+    size_t nclaims = 0;
+    snap.forEachSlice([&](const CompactSlice &sl) {
+        if (!sl.nodeName.empty()) sig[sl.nodeName] += sig_of("s/" + sl.driver + "/" + sl.name + "@" + sl.resourceVersion);
     });
+    snap.forEachClaim([&](const ClaimHolding &c) {
+        ++nclaims;
+        if (!c.allocated) return;
+        for (const auto &n : claim_nodes(c)) sig[n] += sig_of("c/" + c.ns + "/" + c.name + "@" + c.resourceVersion);
+    });
+    std::vector<std::string> changed;
+    for (const auto &[node, digest] : sig) {
+        auto it = node_sigs_.find(node);
+        if (it == node_sigs_.end() || it->second != digest) changed.push_back(node);
+    }
+    for (const auto &[node, digest] : node_sigs_)
+        if (!sig.count(node)) changed.push_back(node);
+    published_version_ = snap.version;
+    if (last_ && changed.empty()) {  // nothing Slurm sees changed
+        engine_->mark_fresh();
+        return;
+    }
     InventoryOptions io;
     io.job_label = kLabelJob;
     io.gres_order = engine_->config()->gres_by_pci_bus ? GresOrder::PciBusId : GresOrder::Minor;
-    auto inv = std::make_shared<const Inventory>(Inventory::build(slices, claims, io));
-    for (const auto &e : inv->claim_errors()) log_.error(e);
-    write_view(*inv, snap.version);
+    auto next = std::make_shared<Inventory>(last_ ? *last_ : Inventory());
+    // In batches, so that only a batch of nodes is ever expanded from the
+    // compact slices at a time (the first inventory has every node changed).
+    for (size_t first = 0; first < changed.size(); first += kBatch) {
+        const std::vector<std::string> batch(changed.begin() + first,
+                                             changed.begin() + std::min(changed.size(), first + kBatch));
+        const std::set<std::string> wanted(batch.begin(), batch.end());
+        std::map<std::string, std::vector<ResourceSlice>> slices;
+        snap.forEachSlice([&](const CompactSlice &sl) {
+            if (wanted.count(sl.nodeName)) slices[sl.nodeName].push_back(sl.expand());
+        });
+        std::map<std::string, std::vector<ClaimHolding>> claims;
+        snap.forEachClaim([&](const ClaimHolding &c) {
+            if (!c.allocated) return;
+            for (const auto &n : claim_nodes(c)) {
+                if (!wanted.count(n)) continue;
+                ClaimHolding copy = c;
+                auto it = c.labels.find(kLabelCluster);
+                if (it == c.labels.end() || it->second != cluster) copy.labels.erase(kLabelJob);
+                claims[n].push_back(std::move(copy));
+            }
+        });
+        next->rebuild_nodes(batch, slices, claims, io);
+        for (const auto &e : next->claim_errors()) log_.error(e);
+    }
+    std::shared_ptr<const Inventory> inv = std::move(next);
+    last_ = inv;
+    node_sigs_ = std::move(sig);
     engine_->publish(std::move(inv));
-    published_version_ = snap.version;
-    log_.verbose("inventory " + std::to_string(snap.version) + ": " + std::to_string(slices.size()) +
-                 " slices, " + std::to_string(claims.size()) + " claims");
+    view_pending_ = true;
+    log_.verbose("inventory " + std::to_string(snap.version) + ": " + std::to_string(inv_nodes(*last_)) +
+                 " nodes (" + std::to_string(changed.size()) + " rebuilt), " + std::to_string(nclaims) + " claims");
 }
 
 void EngineFeed::run() {
@@ -121,6 +183,11 @@ void EngineFeed::run() {
             else if (published_version_ && healthy())
                 engine_->mark_fresh();
             const auto now = std::chrono::steady_clock::now();
+            if (view_pending_ && now - last_view_ >= kViewInterval) {
+                write_view(*last_, published_version_);
+                view_pending_ = false;
+                last_view_ = now;
+            }
             if (published_version_ && now - last_reconcile_ >= std::chrono::seconds(2)) {
                 claims_->reconcile(*snap, engine_->current());
                 last_reconcile_ = now;
@@ -132,10 +199,7 @@ void EngineFeed::run() {
     }
 }
 
-namespace {
-
-// Registers the factory with core/ when the plugin loads.
-const bool registered = [] {
+void register_engine_feed() {
     register_feed_factory([](std::shared_ptr<Engine> engine, FeedLog log,
                              std::string *error) -> std::unique_ptr<Feed> {
         try {
@@ -149,8 +213,11 @@ const bool registered = [] {
             return nullptr;
         }
     });
-    return true;
-}();
+}
 
+namespace {
+// Registers the factory with core/ when the plugin loads.
+const bool registered = (register_engine_feed(), true);
 }  // namespace
+
 }  // namespace k8sdra::k8s

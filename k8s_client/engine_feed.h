@@ -12,6 +12,7 @@
 #include "k8s_client/log.h"
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,6 +23,10 @@ namespace k8sdra::k8s {
 Config api_config(const PluginConfig &pc);
 WatcherOptions watcher_options(const PluginConfig &pc);
 WriterOptions writer_options(const PluginConfig &pc);
+
+// Registers the feed factory with core/. Loading the plugin does it already
+// (a static registrar); statically linked programs call this.
+void register_engine_feed();
 
 class EngineFeed final : public Feed {
 public:
@@ -46,7 +51,11 @@ private:
     bool dirty_ = false;
     bool stopping_ = false;
     uint64_t published_version_ = 0;
+    std::shared_ptr<const Inventory> last_;     // the inventory published last
+    std::map<std::string, uint64_t> node_sigs_; // per node: digest of its slices and claims
     std::chrono::steady_clock::time_point last_reconcile_{};
+    std::chrono::steady_clock::time_point last_view_{};
+    bool view_pending_ = false;
     std::thread thread_;
 };
 

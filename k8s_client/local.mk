@@ -67,3 +67,9 @@ EXTRA_DIST += k8s_client/README.md testsuite/integration/test_client_k8s.py \
 	testsuite/fixtures/json/dra_cpu_grouped.json \
 	testsuite/fixtures/json/dra_cpu_individual.json \
 	testsuite/fixtures/json/nvidia_gpu.json
+
+# The Kubernetes -> engine path end to end: make testsuite/bench/bench_feed
+EXTRA_PROGRAMS += testsuite/bench/bench_feed
+testsuite_bench_bench_feed_SOURCES = testsuite/bench/bench_feed.cc
+testsuite_bench_bench_feed_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
+testsuite_bench_bench_feed_LDADD = libk8sdra_client.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)

@@ -142,3 +142,36 @@ TEST_CASE("the choice avoids pod-held and Slurm-busy cores and aligns GPUs") {
     CHECK_FALSE(none.fits);
     CHECK_FALSE(none.reason.empty());
 }
+
+TEST_CASE("an inventory update rebuilds only the changed nodes and equals a full build") {
+    auto a = slices("node1");
+    FixtureOptions o;
+    o.node = "node2";
+    o.gpus = 4;
+    auto b = fixture_from_synthetic("pack:2 numa:2 l3:1 core:4 pu:2", o).slices;
+    std::vector<ResourceSlice> all = a;
+    all.insert(all.end(), b.begin(), b.end());
+    const Inventory first = Inventory::build(all, {});
+    REQUIRE(first.nodes().size() == 2);
+
+    // a pod takes CPUs on node1 only
+    ClaimHolding pod = pod_claim(a, {0, 1}, {"gpu-1"});
+    const Inventory updated = Inventory::update(first, {"node1"}, {{"node1", a}}, {{"node1", {pod}}});
+    const Inventory full = Inventory::build(all, {pod});
+    for (const char *n : {"node1", "node2"}) {
+        INFO(n);
+        REQUIRE(updated.node(n));
+        CHECK(updated.node(n)->ledger.free_cpus() == full.node(n)->ledger.free_cpus());
+        CHECK(updated.node(n)->ledger.free_gpus() == full.node(n)->ledger.free_gpus());
+    }
+    CHECK(updated.node("node1")->ledger.free_cpu_count() == 30);
+    // identical nodes keep sharing one topology
+    CHECK(updated.node("node1")->topology.cpu == updated.node("node2")->topology.cpu);
+    CHECK(updated.distinct_topologies() == 1);
+
+    // a node whose slices are gone leaves
+    const Inventory gone = Inventory::update(updated, {"node2"}, {}, {});
+    CHECK(gone.node("node2") == nullptr);
+    REQUIRE(gone.node("node1"));
+    CHECK(gone.node("node1")->ledger.free_cpu_count() == 30);
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The whole Kubernetes -> engine path as slurmctld runs it (a benchmark,
+// not a test): the core started with a k8s_cons_tres.conf pointing at a test
+// API server, time until the engine answers for every node, peak RSS, and
+// how long a burst of pod-claim changes takes to reach the engine.
+//
+//   bench_feed --kubeconfig F --nodes N [--changes 20] [--state-dir D]
+//
+// Run the server with --synthetic-nodes N (see k8s_client/README.md).
+#include "core/engine.h"
+#include "core/k8sdra.h"
+#include "core/k8sdra_ctld.h"
+#include "k8s_client/engine_feed.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+#include <algorithm>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+long peak_rss_mib() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+size_t usable_nodes() {
+    auto engine = k8sdra::running_engine();
+    auto inv = engine ? engine->current() : nullptr;
+    size_t n = 0;
+    if (inv)
+        for (const auto &e : inv->nodes()) n += e.usable();
+    return n;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::string kubeconfig, state_dir;
+    size_t nodes = 0, changes = 20;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string k = argv[i], v = argv[i + 1];
+        if (k == "--kubeconfig") kubeconfig = v;
+        else if (k == "--nodes") nodes = std::strtoul(v.c_str(), nullptr, 10);
+        else if (k == "--changes") changes = std::strtoul(v.c_str(), nullptr, 10);
+        else if (k == "--state-dir") state_dir = v;
+    }
+    if (kubeconfig.empty() || !nodes) {
+        std::fprintf(stderr, "usage: bench_feed --kubeconfig F --nodes N [--changes C] [--state-dir D]\n");
+        return 2;
+    }
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    const std::string kubectl = "kubectl --kubeconfig " + kubeconfig + " -n default ";
+    // claims left by an earlier run would make the new ones double bookings
+    if (std::system((kubectl + "delete resourceclaims --all >/dev/null").c_str()) != 0) return 1;
+    const std::string conf = "/tmp/bench_feed.conf";
+    std::ofstream(conf) << "Kubeconfig=" << kubeconfig << "\nDebugLevel=error\nStaleAfter=600\n";
+    auto log = [](int level, const char *msg) { if (level == K8SDRA_LOG_ERROR) std::fprintf(stderr, "%s\n", msg); };
+    k8sdra_start_args args{conf.c_str(), log, "bench", state_dir.empty() ? nullptr : state_dir.c_str()};
+    char err[512];
+    k8sdra::k8s::register_engine_feed();
+    const auto start = Clock::now();
+    if (k8sdra_start(&args, err, sizeof err) != K8SDRA_OK) {
+        std::fprintf(stderr, "start failed: %s\n", err);
+        return 1;
+    }
+    for (auto last = Clock::now(); usable_nodes() < nodes; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+        if (seconds_since(last) > 10) {
+            std::fprintf(stderr, "... %zu of %zu nodes usable after %.0f s\n", usable_nodes(), nodes, seconds_since(start));
+            last = Clock::now();
+        }
+    }
+    const double ingest = seconds_since(start);
+    const long rss = peak_rss_mib();
+    std::printf("| first complete view of %zu nodes | %.2f s |\n| peak RSS | %ld MiB |\n", nodes, ingest, rss);
+
+    // Pods take a GPU on one node at a time: from the moment the API server
+    // has the allocation to the moment the engine's view has moved.
+    std::vector<double> lags;
+    for (size_t i = 0; i < changes; ++i) {
+        const std::string name = "bench-" + std::to_string(i);
+        char node[32];
+        std::snprintf(node, sizeof node, "node%05zu", (i * 7919) % nodes);
+        std::string create = kubectl + "create -f - >/dev/null <<'EOF'\n"
+            "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+            "\"metadata\":{\"name\":\"" + name + "\"},"
+            "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\"}}]}}}\nEOF";
+        std::string allocate = kubectl + "patch resourceclaim " + name +
+            " --subresource=status --type=merge -p '{\"status\":{\"allocation\":{\"devices\":{\"results\":"
+            "[{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"" + node +
+            "\",\"device\":\"gpu-0\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":"
+            "[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"" + node + "\"]}]}]}}}}' >/dev/null";
+        if (std::system(create.c_str()) != 0) return 1;
+        const uint64_t gen = k8sdra_view_generation();
+        if (std::system(allocate.c_str()) != 0) return 1;
+        const auto t = Clock::now();
+        while (k8sdra_view_generation() == gen && seconds_since(t) < 120)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        lags.push_back(seconds_since(t));
+    }
+    std::sort(lags.begin(), lags.end());
+    std::printf("| a pod's GPU claim seen by the engine (median of %zu; includes the 200 ms coalescing) | %.3f s |\n",
+                lags.size(), lags[lags.size() / 2]);
+    const auto stop = Clock::now();
+    k8sdra_stop();
+    std::printf("| stop | %.2f s |\n| peak RSS at the end | %ld MiB |\n", seconds_since(stop), peak_rss_mib());
+    return std::system((kubectl + "delete resourceclaims --all >/dev/null").c_str()) == 0 ? 0 : 1;
+}
