@@ -19,6 +19,21 @@ NodeView NodeEntry::view() const {
     return v;
 }
 
+std::string format_cpuset(std::vector<int32_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::string out;
+    for (size_t i = 0; i < ids.size();) {
+        size_t j = i;
+        while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+        if (!out.empty()) out += ",";
+        out += std::to_string(ids[i]);
+        if (j > i) out += "-" + std::to_string(ids[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
 bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids) {
     ids->clear();
     size_t pos = 0;

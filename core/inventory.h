@@ -83,6 +83,9 @@ private:
     std::vector<std::string> claim_errors_;
 };
 
+// ids (any order) -> "2-5,8,10-11".
+std::string format_cpuset(std::vector<int32_t> ids);
+
 // "2-5,8,10-11" -> ids; false on bad syntax.
 bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids);
 

@@ -109,21 +109,8 @@ AttrValue toValue(const CompactAttr &a) {
 }  // namespace
 
 CompactSlice decodeCompactSlice(const Value &obj) {
-    if (!obj.IsObject())
-        throw json::Error("ResourceSlice is not an object");
     CompactSlice s;
-    const Value &meta = json::requireObject(obj, "metadata", "ResourceSlice");
-    s.name = json::getString(meta, "name");
-    s.resourceVersion = json::getString(meta, "resourceVersion");
-    const Value &spec = json::requireObject(obj, "spec", "ResourceSlice");
-    s.driver = json::getString(spec, "driver");
-    if (s.driver.empty())
-        throw json::Error("ResourceSlice " + s.name + ": spec.driver missing");
-    s.nodeName = json::getString(spec, "nodeName");
-    const Value &pool = json::requireObject(spec, "pool", "ResourceSlice spec");
-    s.pool.name = json::getString(pool, "name");
-    s.pool.generation = json::getInt(pool, "generation");
-    s.pool.resourceSliceCount = json::getInt(pool, "resourceSliceCount", 1);
+    const Value &spec = decodeSliceHeader(obj, s);
     const Value *devs = json::member(spec, "devices");
     if (devs && devs->IsArray()) {
         KeyCache attrKeys(s.driver), capKeys(s.driver);

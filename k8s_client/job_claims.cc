@@ -17,20 +17,6 @@ uint64_t fnv1a(const std::string &s, uint64_t h) {
     return h;
 }
 
-std::string ranges(std::vector<int32_t> ids) {
-    std::sort(ids.begin(), ids.end());
-    std::string out;
-    for (size_t i = 0; i < ids.size();) {
-        size_t j = i;
-        while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-        if (!out.empty()) out += ",";
-        out += std::to_string(ids[i]);
-        if (j > i) out += "-" + std::to_string(ids[j]);
-        i = j + 1;
-    }
-    return out;
-}
-
 std::string id_list(const std::vector<int32_t> &ids) {
     std::string out;
     for (int32_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
@@ -74,7 +60,7 @@ bool node_claim(const JobAlloc &job, const JobNodeAlloc &n, const NodeEntry &ent
             r.consumedCapacity[cfg.cpu_driver + "/cpu"] = std::to_string(count);
             out->cpu_results.push_back(std::move(r));
         }
-        out->cpuset = ranges(out->cpu_ids);
+        out->cpuset = format_cpuset(out->cpu_ids);
     }
     for (uint32_t g : n.gres) {
         if (g >= entry.topology.gpus.size()) {

@@ -113,21 +113,8 @@ std::string qualifyName(const std::string &name, const std::string &driver) {
 }
 
 ResourceSlice decodeResourceSlice(const Value &obj) {
-    if (!obj.IsObject())
-        throw json::Error("ResourceSlice is not an object");
     ResourceSlice s;
-    const Value &meta = json::requireObject(obj, "metadata", "ResourceSlice");
-    s.name = json::getString(meta, "name");
-    s.resourceVersion = json::getString(meta, "resourceVersion");
-    const Value &spec = json::requireObject(obj, "spec", "ResourceSlice");
-    s.driver = json::getString(spec, "driver");
-    if (s.driver.empty())
-        throw json::Error("ResourceSlice " + s.name + ": spec.driver missing");
-    s.nodeName = json::getString(spec, "nodeName");
-    const Value &pool = json::requireObject(spec, "pool", "ResourceSlice spec");
-    s.pool.name = json::getString(pool, "name");
-    s.pool.generation = json::getInt(pool, "generation");
-    s.pool.resourceSliceCount = json::getInt(pool, "resourceSliceCount", 1);
+    const Value &spec = decodeSliceHeader(obj, s);
     if (const Value *devs = json::member(spec, "devices"); devs && devs->IsArray()) {
         s.devices.reserve(devs->Size());
         for (const Value &d : devs->GetArray())

@@ -13,6 +13,27 @@ namespace k8sdra::k8s {
 
 // Throws json::Error when the object is not a usable ResourceSlice.
 ResourceSlice decodeResourceSlice(const rapidjson::Value &obj);
+
+// The fields every form of a slice decodes alike (name, resourceVersion,
+// driver, nodeName, pool); returns spec for the devices.
+template <class Slice>
+const rapidjson::Value &decodeSliceHeader(const rapidjson::Value &obj, Slice &s) {
+    if (!obj.IsObject())
+        throw json::Error("ResourceSlice is not an object");
+    const rapidjson::Value &meta = json::requireObject(obj, "metadata", "ResourceSlice");
+    s.name = json::getString(meta, "name");
+    s.resourceVersion = json::getString(meta, "resourceVersion");
+    const rapidjson::Value &spec = json::requireObject(obj, "spec", "ResourceSlice");
+    s.driver = json::getString(spec, "driver");
+    if (s.driver.empty())
+        throw json::Error("ResourceSlice " + s.name + ": spec.driver missing");
+    s.nodeName = json::getString(spec, "nodeName");
+    const rapidjson::Value &pool = json::requireObject(spec, "pool", "ResourceSlice spec");
+    s.pool.name = json::getString(pool, "name");
+    s.pool.generation = json::getInt(pool, "generation");
+    s.pool.resourceSliceCount = json::getInt(pool, "resourceSliceCount", 1);
+    return spec;
+}
 ResourceSlice parseResourceSlice(const std::string &text);
 
 // Writes one complete ResourceSlice object (apiVersion, kind, metadata, spec).

@@ -17,15 +17,7 @@ namespace {
 std::string cpu_ranges(const CpuTopology &t, const Words &mask) {
     std::vector<int32_t> ids;
     for_each_bit(mask.data(), mask.size(), [&](size_t i) { ids.push_back(t.cpus[i].cpu_id); });
-    std::sort(ids.begin(), ids.end());
-    std::string out;
-    for (size_t i = 0; i < ids.size();) {
-        size_t j = i;
-        while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
-        out += (out.empty() ? "" : ",") + std::to_string(ids[i]) + (j > i ? "-" + std::to_string(ids[j]) : "");
-        i = j + 1;
-    }
-    return out;
+    return format_cpuset(std::move(ids));
 }
 
 std::string gpu_list(uint64_t mask) {

@@ -144,3 +144,12 @@ TEST_CASE("shareIDs are stable and distinct") {
     CHECK(stable_uuid("a") == stable_uuid("a"));
     CHECK(stable_uuid("a") != stable_uuid("b"));
 }
+
+TEST_CASE("cpusets are written as sorted ranges and read back") {
+    CHECK(format_cpuset({5, 2, 3, 4, 9, 11, 10, 3}) == "2-5,9-11");
+    CHECK(format_cpuset({7}) == "7");
+    CHECK(format_cpuset({}) == "");
+    std::vector<int32_t> ids;
+    REQUIRE(parse_cpuset(format_cpuset({0, 1, 2, 8, 16, 17}), &ids));
+    CHECK(ids == std::vector<int32_t>{0, 1, 2, 8, 16, 17});
+}
