@@ -212,3 +212,35 @@ def test_admin_view_file_shows_free_and_held_devices(k8s_cluster):
     mine = next(h for h in n1["held"] if h.get("slurm_job") == j)
     assert mine["gpus"] == ",".join(map(str, a.gpu_idx))
     assert n1["cpus"] == 64 and n1["gpus"] == 8
+
+
+def test_claims_go_away_when_the_node_fails(k8s_cluster):
+    j = sbatch(k8s_cluster, "-w", "k8s-n4", "-o", "/dev/null", "-c4", "--no-requeue", "--wrap", "sleep 120")
+    wait_job(k8s_cluster, j, states={"RUNNING"})
+    wait_for(lambda: job_claims(k8s_cluster, j), timeout=30, what="the job's claim")
+    k8s_cluster.run("scontrol", "update", "nodename=k8s-n4", "state=down", "reason=test node failure")
+    try:
+        wait_job(k8s_cluster, j, states={"NODE_FAIL", "FAILED", "CANCELLED"})
+        wait_for(lambda: not job_claims(k8s_cluster, j), timeout=30, what="the failed node's claims to go")
+    finally:
+        # ReturnToService may have brought it back already
+        k8s_cluster.run("scontrol", "update", "nodename=k8s-n4", "state=resume", check=False)
+        wait_for(lambda: k8s_cluster.node_states().get("k8s-n4", "").startswith("idle"), timeout=60,
+                 what="k8s-n4 back")
+
+
+def test_claims_follow_a_job_that_shrinks(k8s_cluster):
+    j = sbatch(k8s_cluster, "-N2", "--ntasks-per-node=1", "-c2", "-o", "/dev/null", "--wrap", "sleep 120")
+    wait_job(k8s_cluster, j, states={"RUNNING"})
+    nodes = {c["metadata"]["labels"]["k8s-cons-tres.slurm.io/node"]
+             for c in wait_for(lambda: len(job_claims(k8s_cluster, j)) == 2 and job_claims(k8s_cluster, j),
+                               timeout=30, what="claims on both nodes")}
+    k8s_cluster.run("scontrol", "update", f"jobid={j}", "numnodes=1")
+    kept = wait_for(lambda: (a := job_allocations(k8s_cluster, j)) and len(a) == 1 and a[0], timeout=30,
+                    what="the job to shrink to one node")
+    assert kept.node in nodes
+
+    def one_claim_on_kept_node():
+        claims = job_claims(k8s_cluster, j)
+        return len(claims) == 1 and claims[0]["metadata"]["labels"]["k8s-cons-tres.slurm.io/node"] == kept.node
+    wait_for(one_claim_on_kept_node, timeout=60, what="only the kept node's claim to remain")
