@@ -365,7 +365,10 @@ class Cluster:
     def wait_nodes_idle(self, nodes, timeout=90):
         def ready():
             st = self.node_states()
-            return all(st.get(n, "").rstrip("*") in ("idle", "mix", "alloc") for n in nodes)
+            # registered: idle or busy, or already drained by the plugin
+            # (a node whose slices disagree with slurm.conf)
+            return all(st.get(n, "").rstrip("*") in ("idle", "mix", "alloc", "drain", "drng")
+                       for n in nodes)
         wait_for(ready, timeout=timeout, what=f"nodes {','.join(nodes)} to become idle",
                  on_timeout=lambda: f"sinfo: {self.node_states()}\n" + self.tail("log/slurmctld.log"))
 
