@@ -13,6 +13,12 @@ namespace {
 // What Slurm's exclusions depend on: which nodes are usable with which
 // topology, and what pods (not Slurm's own jobs) hold. Our own claims change
 // the inventory with every job but must not make slurmctld rebuild its view.
+// Slurm core indices of several CPUs, each core once, ascending.
+void sort_unique(std::vector<uint32_t> &v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
 uint64_t view_digest(const Inventory &inv) {
     uint64_t h = 0xcbf29ce484222325ULL;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
@@ -107,11 +113,9 @@ SlurmExclusion Engine::exclusion(const std::string &slurm_node, const SlurmNodeD
     const CpuTopology &cpu = *entry->topology.cpu;
     const Words held = entry->ledger.held_cpus(Holder::Kind::Claim);
     for_each_bit(held.data(), held.size(), [&](size_t i) {
-        const uint32_t core = slurm_core_of(cpu, static_cast<uint32_t>(i));
-        if (view.cores.empty() || view.cores.back() != core) view.cores.push_back(core);
+        view.cores.push_back(slurm_core_of(cpu, static_cast<uint32_t>(i)));
     });
-    std::sort(view.cores.begin(), view.cores.end());
-    view.cores.erase(std::unique(view.cores.begin(), view.cores.end()), view.cores.end());
+    sort_unique(view.cores);
     const uint64_t gpus = entry->ledger.held_gpus(Holder::Kind::Claim);
     for (uint32_t g = 0; g < 64; ++g)
         if (gpus & (uint64_t{1} << g)) view.gres.push_back(g);
@@ -147,12 +151,8 @@ NodeChoice Engine::choose(const std::string &slurm_node, const Request &req,
     out.fits = p.fits;
     out.reason = p.reason;
     out.score = p.score;
-    for (uint32_t c : p.cpus) {
-        const uint32_t core = slurm_core_of(cpu, c);
-        if (out.cores.empty() || out.cores.back() != core) out.cores.push_back(core);
-    }
-    std::sort(out.cores.begin(), out.cores.end());
-    out.cores.erase(std::unique(out.cores.begin(), out.cores.end()), out.cores.end());
+    for (uint32_t c : p.cpus) out.cores.push_back(slurm_core_of(cpu, c));
+    sort_unique(out.cores);
     out.gres = p.gpus;
     return out;
 }

@@ -57,13 +57,14 @@ static int _is_gpu(void *x, void *key)
 	return !xstrcmp(gs->gres_name, "gpu");
 }
 
-static gres_node_state_t *_gpu_state(node_record_t *node_ptr)
+extern gres_state_t *k8s_gpu_gres(List gres_list)
 {
-	gres_state_t *gs;
+	return gres_list ? list_find_first(gres_list, _is_gpu, NULL) : NULL;
+}
 
-	if (!node_ptr->gres_list)
-		return NULL;
-	gs = list_find_first(node_ptr->gres_list, _is_gpu, NULL);
+extern gres_node_state_t *k8s_gpu_node_state(node_record_t *node_ptr)
+{
+	gres_state_t *gs = k8s_gpu_gres(node_ptr->gres_list);
 	return gs ? gs->gres_data : NULL;
 }
 
@@ -95,7 +96,7 @@ static void _recount(gres_node_state_t *ns)
 /* Returns true when the node's GRES state changed. */
 static bool _sync_node(node_record_t *node_ptr, int index)
 {
-	gres_node_state_t *ns = _gpu_state(node_ptr);
+	gres_node_state_t *ns = k8s_gpu_node_state(node_ptr);
 	bitstr_t *want = k8s_view_pod_gpus(index);
 	bitstr_t *mine;
 	int64_t n;
@@ -169,7 +170,7 @@ extern void k8s_gpu_sync_node(int index)
 		return;
 	k8s_view_refresh();
 	_ensure_table();
-	ns = _gpu_state(node_ptr);
+	ns = k8s_gpu_node_state(node_ptr);
 	/*
 	 * Registration may have left the counters stale (22.05 refills
 	 * type_cnt_alloc only when 0); only nodes where pods hold GPUs are

@@ -10,6 +10,14 @@
 #ifndef K8S_GPU_H
 #define K8S_GPU_H
 
+#include "src/common/gres.h"
+#include "src/common/node_conf.h"
+
+/* The "gpu" entry of a GRES list (a job's or a node's), or NULL. */
+extern gres_state_t *k8s_gpu_gres(List gres_list);
+/* A node's GPU state, or NULL when it has no GPUs. */
+extern gres_node_state_t *k8s_gpu_node_state(node_record_t *node_ptr);
+
 /*
  * Make every node's phantom GPUs equal to what pods hold now, as far as
  * possible: a GPU a Slurm job still holds is claimed at a later sync (after

@@ -14,6 +14,7 @@
 #include "src/common/xstring.h"
 
 #include "core/k8sdra_ctld.h"
+#include "k8s_gpu.h"
 #include "k8s_steer.h"
 #include "k8s_view.h"
 
@@ -106,11 +107,6 @@ extern void k8s_steer_job_fini(job_record_t *job_ptr)
 		_mark_job(job_ptr, false);
 }
 
-static int _find_gpu(void *x, void *key)
-{
-	return !xstrcmp(((gres_state_t *) x)->gres_name, "gpu");
-}
-
 /* GPUs per node the job asks for; false when it cannot be told simply. */
 static bool _job_gpus(job_record_t *job_ptr, uint32_t *gpus)
 {
@@ -122,7 +118,7 @@ static bool _job_gpus(job_record_t *job_ptr, uint32_t *gpus)
 		return true;
 	if (list_count(job_ptr->gres_list_req) != 1)
 		return false;	/* several GRES or typed mixes: leave to cons_tres */
-	gs = list_find_first(job_ptr->gres_list_req, _find_gpu, NULL);
+	gs = k8s_gpu_gres(job_ptr->gres_list_req);
 	if (!gs || !(gjs = gs->gres_data))
 		return false;
 	if (gjs->gres_per_socket)
@@ -177,7 +173,7 @@ static uint32_t _job_gpus_per_node(job_record_t *job_ptr, uint16_t tasks)
 
 	if (!job_ptr->gres_list_req)
 		return 0;
-	gs = list_find_first(job_ptr->gres_list_req, _find_gpu, NULL);
+	gs = k8s_gpu_gres(job_ptr->gres_list_req);
 	if (!gs || !(gjs = gs->gres_data))
 		return NO_VAL;
 	if (gjs->gres_per_node)
@@ -189,9 +185,7 @@ static uint32_t _job_gpus_per_node(job_record_t *job_ptr, uint16_t tasks)
 
 static uint64_t _busy_gpus(node_record_t *node_ptr)
 {
-	gres_state_t *gs = node_ptr->gres_list ?
-		list_find_first(node_ptr->gres_list, _find_gpu, NULL) : NULL;
-	gres_node_state_t *ns = gs ? gs->gres_data : NULL;
+	gres_node_state_t *ns = k8s_gpu_node_state(node_ptr);
 	uint64_t mask = 0;
 
 	if (!ns || !ns->gres_bit_alloc)
@@ -328,8 +322,7 @@ extern void k8s_steer_chosen(job_record_t *job_ptr)
 /* Replace the node's selected GPUs by the engine's, same count, all free. */
 static void _apply_gpus(job_record_t *job_ptr, node_gpus_t *ng)
 {
-	gres_state_t *gs = list_find_first(job_ptr->gres_list_req, _find_gpu, NULL);
-	gres_state_t *ngs;
+	gres_state_t *gs = k8s_gpu_gres(job_ptr->gres_list_req);
 	gres_job_state_t *gjs = gs ? gs->gres_data : NULL;
 	gres_node_state_t *ns;
 	node_record_t *node_ptr = node_record_table_ptr[ng->node];
@@ -339,8 +332,7 @@ static void _apply_gpus(job_record_t *job_ptr, node_gpus_t *ng)
 	    !(sel = gjs->gres_bit_select[ng->node]) ||
 	    bit_set_count(sel) != (int64_t) ng->ngres || !node_ptr->gres_list)
 		return;
-	ngs = list_find_first(node_ptr->gres_list, _find_gpu, NULL);
-	ns = ngs ? ngs->gres_data : NULL;
+	ns = k8s_gpu_node_state(node_ptr);
 	if (!ns || !ns->gres_bit_alloc || ns->type_cnt > 1)
 		return;	/* several GPU types on the node: keep cons_tres's */
 	for (size_t k = 0; k < ng->ngres; k++)
