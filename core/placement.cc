@@ -4,6 +4,8 @@
 // every feasible choice inside such a set touches all of it), then L3 sets
 // inside those by size, and scores the remaining rules per (NUMA set, L3
 // set) from per-domain capacity counts. Only the winner is materialised.
+// Each enumeration level is paid from a budget before it runs; when the
+// budget cannot pay for one, greedy() decides instead (see placement.h).
 #include "core/placement.h"
 
 #include <algorithm>
@@ -38,6 +40,36 @@ uint64_t next_subset(uint64_t x, unsigned n) {
 }
 
 uint64_t first_subset(unsigned k) { return k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1; }
+
+// C(n, k), saturating at UINT64_MAX (any such count exceeds every budget).
+uint64_t binomial(unsigned n, unsigned k) {
+    if (k > n)
+        return 0;
+    k = std::min(k, n - k);
+    uint64_t r = 1;
+    for (unsigned i = 1; i <= k; ++i) {
+        const uint64_t f = n - k + i;
+        if (r > UINT64_MAX / f)
+            return UINT64_MAX;
+        r = r * f / i;  // exact: r * f == C(n - k + i, i) * i
+    }
+    return r;
+}
+
+// Candidate sets the exact search may still enumerate in this call.
+struct Budget {
+    uint64_t limit = 0, used = 0;
+    bool exhausted = false;
+    // Pays for n candidates; false (and exhausted) when they do not fit.
+    bool pay(uint64_t n) {
+        if (n > limit - used) {
+            exhausted = true;
+            return false;
+        }
+        used += n;
+        return true;
+    }
+};
 
 // Per-request capacities of every domain of one node.
 struct Domains {
@@ -315,14 +347,29 @@ void consider(const Context &x, Choice &best, uint64_t m, uint64_t cells, uint32
         best = {true, s, m, cells};
 }
 
-// Rules 2..6 for the NUMA sets that won rule 1.
-Choice best_in(const Context &x, const std::vector<uint64_t> &sets, uint32_t k1) {
+// Rules 2..6 for the NUMA sets that won rule 1; nothing when the budget
+// cannot pay for the L3 sets to enumerate.
+Choice best_in(const Context &x, const std::vector<uint64_t> &sets, uint32_t k1, Budget &budget) {
     Choice best;
+    // Per set: (fewest cells that hold the request, usable cells).
+    thread_local std::vector<std::pair<uint32_t, unsigned>> mins;
+    mins.clear();
     uint32_t k2 = UINT32_MAX;
-    for (uint64_t m : sets)
-        k2 = std::min(k2, min_cells(x, usable_cells(x, m)));
+    for (uint64_t m : sets) {
+        const CellList list = usable_cells(x, m);
+        mins.emplace_back(min_cells(x, list), list.n);
+        k2 = std::min(k2, mins.back().first);
+    }
+    uint64_t cost = 0;
+    for (const auto &[k, n] : mins)
+        if (k == k2)
+            cost = k2 == 0 ? cost + 1 : std::min(UINT64_MAX - cost, binomial(n, k2)) + cost;
+    if (!budget.pay(cost))
+        return best;
     for (size_t i = 0; i < sets.size(); ++i) {
         const uint64_t m = sets[i];
+        if (mins[i].first != k2)
+            continue;
         const auto sockets = static_cast<uint32_t>(
             std::popcount(x.v.cpu ? sockets_of_numas(x, m) : 0));
         const uint32_t free_m = sum_over(m, [&](size_t n) { return x.d.numa_free[n]; });
@@ -331,8 +378,6 @@ Choice best_in(const Context &x, const std::vector<uint64_t> &sets, uint32_t k1)
             continue;
         }
         const CellList list = usable_cells(x, m);
-        if (min_cells(x, list) != k2)
-            continue;
         for (uint64_t sub = first_subset(k2); sub; sub = next_subset(sub, list.n)) {
             uint64_t mask = 0;
             uint32_t cap = 0;
@@ -348,7 +393,7 @@ Choice best_in(const Context &x, const std::vector<uint64_t> &sets, uint32_t k1)
     return best;
 }
 
-Choice search(const Context &x) {
+Choice search(const Context &x, Budget &budget) {
     const auto n = static_cast<unsigned>(x.v.cpu ? x.v.cpu->numas.size() : 0);
     // Largest capacities and GPU counts first: no k-set can beat the top k,
     // so sizes whose top k fall short are skipped without enumeration.
@@ -368,6 +413,8 @@ Choice search(const Context &x) {
         }
         if (top_cap < x.want || top_gpus < x.req.gpus)
             continue;
+        if (!budget.pay(k == 0 ? 1 : binomial(n, k)))
+            return {};
         feasible.clear();
         if (k == 0) {
             if (numa_set_fits(x, 0))
@@ -378,9 +425,109 @@ Choice search(const Context &x) {
                     feasible.push_back(m);
         }
         if (!feasible.empty())
-            return best_in(x, feasible, k);
+            return best_in(x, feasible, k, budget);
     }
     return {};
+}
+
+// The fallback when the exact search is over budget (bound in placement.h).
+// Each sequence adds NUMA nodes until the request fits: while GPUs are
+// short those with the most GPUs, then those with the most capacity
+// (fullest first on ties); nodes of the preferred sockets before the rest.
+// The sequence from the empty set with no preference is largest first,
+// which reaches the fewest NUMA nodes for CPUs alone; the one from each
+// NUMA node keeps to its socket where it can.
+Choice greedy(const Context &x, uint32_t &scored) {
+    const auto n = static_cast<unsigned>(x.v.cpu ? x.v.cpu->numas.size() : 0);
+    std::array<uint8_t, 64> by_cap{}, by_gpus{};
+    for (unsigned i = 0; i < n; ++i)
+        by_cap[i] = by_gpus[i] = static_cast<uint8_t>(i);
+    const auto more_cap = [&](uint8_t a, uint8_t b) {
+        if (x.d.numa_cap[a] != x.d.numa_cap[b])
+            return x.d.numa_cap[a] > x.d.numa_cap[b];
+        if (x.d.numa_free[a] != x.d.numa_free[b])
+            return x.d.numa_free[a] < x.d.numa_free[b];
+        return a < b;
+    };
+    std::sort(by_cap.begin(), by_cap.begin() + n, more_cap);
+    std::sort(by_gpus.begin(), by_gpus.begin() + n, [&](uint8_t a, uint8_t b) {
+        if (x.d.numa_gpus[a] != x.d.numa_gpus[b])
+            return x.d.numa_gpus[a] > x.d.numa_gpus[b];
+        return more_cap(a, b);
+    });
+    unsigned with_gpus = 0;  // by_gpus prefix of NUMA nodes with free GPUs
+    while (with_gpus < n && x.d.numa_gpus[by_gpus[with_gpus]] > 0)
+        ++with_gpus;
+
+    Choice best;
+    const auto run = [&](uint64_t m, uint64_t preferred_sockets) {
+        uint32_t cap = sum_over(m, [&](size_t i) { return x.d.numa_cap[i]; });
+        uint32_t gpus = x.d.unknown_gpus + sum_over(m, [&](size_t i) { return x.d.numa_gpus[i]; });
+        // Cursors: (GPU order, capacity order) x (preferred sockets, any).
+        unsigned at[2][2] = {{0, 0}, {0, 0}};
+        const auto next = [&](const std::array<uint8_t, 64> &order, unsigned len,
+                              unsigned *cur) -> int {
+            for (int pass = 0; pass < 2; ++pass) {
+                for (unsigned &i = cur[pass]; i < len; ++i) {
+                    const uint8_t j = order[i];
+                    if (((m >> j) & 1U) ||
+                        (pass == 0 && !((preferred_sockets >> x.v.cpu->numas[j].socket) & 1U)))
+                        continue;
+                    return j;
+                }
+            }
+            return -1;
+        };
+        while (cap < x.want || gpus < x.req.gpus) {
+            int j = gpus < x.req.gpus ? next(by_gpus, with_gpus, at[0]) : -1;
+            if (j < 0)
+                j = next(by_cap, n, at[1]);
+            if (j < 0)
+                return;  // cannot happen: the whole node fits (shortage() passed)
+            m |= uint64_t{1} << j;
+            cap += x.d.numa_cap[static_cast<size_t>(j)];
+            gpus += x.d.numa_gpus[static_cast<size_t>(j)];
+        }
+        // Drop NUMA nodes not needed, smallest first: no NUMA node can then
+        // be left out, so every choice inside m touches all of it (rule 1
+        // counts m, as in the exact search).
+        for (unsigned i = n; i-- > 0;) {
+            const uint8_t j = by_cap[i];
+            if (!((m >> j) & 1U))
+                continue;
+            if (cap - x.d.numa_cap[j] >= x.want && gpus - x.d.numa_gpus[j] >= x.req.gpus) {
+                m &= ~(uint64_t{1} << j);
+                cap -= x.d.numa_cap[j];
+                gpus -= x.d.numa_gpus[j];
+            }
+        }
+        // L3 groups largest first (fullest on ties): the fewest inside m,
+        // so every choice inside them touches all of them.
+        CellList list = usable_cells(x, m);
+        std::sort(list.cell.begin(), list.cell.begin() + list.n, [&](uint32_t a, uint32_t b) {
+            if (x.d.cell_cap[a] != x.d.cell_cap[b])
+                return x.d.cell_cap[a] > x.d.cell_cap[b];
+            if (x.d.cell_free[a] != x.d.cell_free[b])
+                return x.d.cell_free[a] < x.d.cell_free[b];
+            return a < b;
+        });
+        uint64_t cells = 0;
+        uint32_t got = 0, k2 = 0;
+        for (unsigned i = 0; i < list.n && got < x.want; ++i, ++k2) {
+            cells |= uint64_t{1} << list.cell[i];
+            got += x.d.cell_cap[list.cell[i]];
+        }
+        const auto sockets = static_cast<uint32_t>(
+            std::popcount(x.v.cpu ? sockets_of_numas(x, m) : 0));
+        const uint32_t free_m = sum_over(m, [&](size_t i) { return x.d.numa_free[i]; });
+        ++scored;
+        consider(x, best, m, cells, static_cast<uint32_t>(std::popcount(m)), k2, sockets,
+                 free_m);
+    };
+    run(0, 0);
+    for (unsigned s = 0; s < n; ++s)
+        run(uint64_t{1} << s, uint64_t{1} << x.v.cpu->numas[s].socket);
+    return best;
 }
 
 void materialise(const Context &x, const Choice &c, Placement &p) {
@@ -439,14 +586,21 @@ std::string shortage(const Request &req, uint32_t want, const Domains &d) {
 
 thread_local Domains scratch;
 
-// Shared by place() and rank_nodes(): fills p.fits/reason/score.
-Choice evaluate(const NodeView &v, const Request &req, Placement &p) {
+// Shared by place() and rank_nodes(): fills p.fits/reason/score/stats.
+Choice evaluate(const NodeView &v, const Request &req, Placement &p,
+                const SearchOptions &opts = {}) {
     measure(v, req, scratch);
     const Context x{v, req, scratch, cpus_wanted(req)};
     p.reason = shortage(req, x.want, scratch);
     if (!p.reason.empty())
         return {};
-    Choice c = search(x);
+    Budget budget{opts.budget};
+    Choice c = search(x, budget);
+    p.stats.candidates = budget.used;
+    if (budget.exhausted) {
+        p.stats.exact = false;
+        c = greedy(x, p.stats.greedy_sets);
+    }
     if (!c.found) {
         p.reason = "does not fit: no NUMA set offers the CPUs and GPUs together";
         return c;
@@ -555,19 +709,24 @@ RankEntry coarse_entry(const NodeView &v, const Request &req, size_t index) {
 
 uint32_t cpus_wanted(const Request &r) { return std::max(r.cpus, r.gpus * r.cpus_per_gpu); }
 
-Placement place(const NodeView &node, const Request &req) {
+Placement place(const NodeView &node, const Request &req, const SearchOptions &opts) {
     Placement p;
-    const Choice c = evaluate(node, req, p);
+    const Choice c = evaluate(node, req, p, opts);
     if (p.fits)
         materialise(Context{node, req, scratch, cpus_wanted(req)}, c, p);
     return p;
 }
 
 std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req) {
+    return rank_nodes(nodes, req, SearchOptions{});
+}
+
+std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req,
+                                  const SearchOptions &opts) {
     std::vector<RankEntry> out(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
         Placement p;
-        evaluate(nodes[i], req, p);
+        evaluate(nodes[i], req, p, opts);
         out[i] = {i, p.fits, p.score};
     }
     std::stable_sort(out.begin(), out.end(), [](const RankEntry &a, const RankEntry &b) {

@@ -14,6 +14,23 @@
 // Ties are broken deterministically: first NUMA/L3 set in enumeration
 // order, then cores with more usable threads, then lowest indices.
 // "cores touched" counts whole cores held when whole_cores is set.
+//
+// Work bound (the search runs under slurmctld's locks): the exact search
+// enumerates candidate sets, i.e. the NUMA sets of each size it tries
+// (C(n, k) for n NUMA nodes) and then the L3 sets inside the winning NUMA
+// sets. It knows each level's count before enumerating it, and when the
+// total would exceed SearchOptions::budget it stops there (never past the
+// budget) and a greedy fallback decides instead: from the empty set
+// (largest capacities first) and from each NUMA node (its socket first),
+// add NUMA nodes until the request fits, drop those not needed, take the
+// L3 groups largest first, and keep the best by the same score: n + 1
+// sequences of O(n + L3 groups * log) steps, each one scored candidate.
+// The fallback's choice is valid and its score is that of what it chooses;
+// rule 1 stays optimal when no GPUs are asked for (largest first), the
+// other rules may not. With the default budget every request is exact on
+// nodes of up to 8 NUMA nodes with one L3 group each (at most 256 + 70
+// sets); with 16, 24 or 32 such NUMA nodes, CPU-only jobs that need at
+// most 4, 3 or 2 of them (or all but that many) are exact, others fall back.
 #pragma once
 
 #include "core/topology.h"
@@ -44,10 +61,26 @@ struct Score {
     auto operator<=>(const Score &) const = default;
 };
 
+// Candidate sets the exact search may enumerate per node and call (about
+// 10-30 ns each); beyond that the greedy fallback decides.
+inline constexpr uint64_t kSearchBudget = 4096;
+
+struct SearchOptions {
+    uint64_t budget = kSearchBudget;  // 0: always the greedy fallback
+};
+
+// What one call's search did, for tests and benchmarks.
+struct SearchStats {
+    uint64_t candidates = 0;   // sets the exact search enumerated, <= budget
+    uint32_t greedy_sets = 0;  // candidates the fallback scored (0 when exact)
+    bool exact = true;         // false: the fallback chose (budget exceeded)
+};
+
 struct Placement {
     bool fits = false;
     std::string reason;          // why not, when !fits
     Score score;
+    SearchStats stats;
     std::vector<uint32_t> cpus;  // CPU indices (Slurm order) the job holds
     std::vector<uint32_t> gpus;  // GRES indices
 };
@@ -65,7 +98,7 @@ struct NodeView {
 // CPUs the request needs in total.
 uint32_t cpus_wanted(const Request &r);
 
-Placement place(const NodeView &node, const Request &req);
+Placement place(const NodeView &node, const Request &req, const SearchOptions &opts = {});
 
 struct RankEntry {
     size_t node = 0;  // index into the input
@@ -73,9 +106,11 @@ struct RankEntry {
     Score score;
 };
 
-// Fitting nodes first, by score, then by input order. Exact: the score of
-// each node is the one place() would return.
+// Fitting nodes first, by score, then by input order. The score of each
+// node is the one place() would return with the same options.
 std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req);
+std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req,
+                                  const SearchOptions &opts);
 
 // Cheaper ranking for very many nodes, from per-NUMA counts only. Its score
 // has numa_nodes = the fewest NUMA nodes whose capacities add up to the

@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <map>
 #include <random>
 #include <set>
 
@@ -311,6 +314,263 @@ TEST_CASE("coarse ranking agrees with exact placement on fit and NUMA count", "[
                 if (fit_e)
                     CHECK(coarse[0].score.numa_nodes == exact[0].score.numa_nodes);
             }
+        }
+    }
+}
+
+// --- Search budget (placement.h, "Work bound") ---
+
+namespace {
+
+// What a placement really touches, counted from its CPUs and GPUs.
+struct Touched {
+    std::set<uint32_t> numas, cells, sockets;
+};
+
+Touched touched(const Fixture &f, const Placement &p) {
+    const CpuTopology &t = *f.topo.cpu;
+    Touched out;
+    for (uint32_t c : p.cpus) {
+        const CoreInfo &k = t.cores[t.cpus[c].core];
+        out.numas.insert(k.numa);
+        out.cells.insert(k.cell);
+        out.sockets.insert(k.socket);
+    }
+    for (uint32_t g : p.gpus) {
+        const GpuInfo &gpu = f.topo.gpus[g];
+        if (gpu.numa != kUnknown) {
+            out.numas.insert(static_cast<uint32_t>(gpu.numa));
+            out.sockets.insert(static_cast<uint32_t>(gpu.socket));
+        }
+    }
+    return out;
+}
+
+// Checks p is a valid choice for r on f: only free CPUs and GPUs, the right
+// counts, and a score whose first rules are what it really touches.
+void check_valid(const Fixture &f, const Request &r, const Placement &p) {
+    REQUIRE(p.fits);
+    const CpuTopology &t = *f.topo.cpu;
+    for (uint32_t c : p.cpus)
+        REQUIRE(bit_test(f.ledger.free_cpus(), c));
+    for (uint32_t g : p.gpus)
+        REQUIRE(((f.ledger.free_gpus() >> g) & 1U) == 1U);
+    CHECK(p.gpus.size() == r.gpus);
+    CHECK(std::set<uint32_t>(p.cpus.begin(), p.cpus.end()).size() == p.cpus.size());
+    std::map<uint32_t, uint32_t> per_core;
+    for (uint32_t c : p.cpus)
+        per_core[t.cpus[c].core]++;
+    uint32_t cap = 0;
+    for (const auto &[core, used] : per_core) {
+        if (r.whole_cores)
+            REQUIRE(used == t.cores[core].nthreads);
+        if (r.threads_per_core && !r.whole_cores)
+            REQUIRE(used <= r.threads_per_core);
+        cap += r.threads_per_core ? std::min(used, r.threads_per_core) : used;
+    }
+    if (r.whole_cores)
+        CHECK(cap >= cpus_wanted(r));
+    else
+        CHECK(cap == cpus_wanted(r));
+    const Touched tt = touched(f, p);
+    CHECK(p.score.numa_nodes == tt.numas.size());
+    CHECK(p.score.l3_groups == tt.cells.size());
+    CHECK(p.score.sockets == tt.sockets.size());
+    CHECK(p.score.cores == per_core.size());
+}
+
+// The simple bound the fallback must meet on rule 1: NUMA nodes taken
+// largest capacity first until the CPUs are reached (for CPUs alone this
+// is also the fewest possible).
+uint32_t largest_first_numas(const Fixture &f, const Request &r) {
+    const CpuTopology &t = *f.topo.cpu;
+    std::vector<uint32_t> caps(t.numas.size(), 0);
+    const uint32_t limit = r.threads_per_core ? r.threads_per_core : 64;
+    for (const CoreInfo &k : t.cores) {
+        uint32_t free = 0;
+        for (uint32_t i = 0; i < k.nthreads; ++i)
+            free += bit_test(f.ledger.free_cpus(), k.first_cpu + i);
+        if (r.whole_cores)
+            caps[k.numa] += free == k.nthreads ? std::min(limit, k.nthreads) : 0;
+        else
+            caps[k.numa] += std::min(limit, free);
+    }
+    std::sort(caps.begin(), caps.end(), std::greater<>());
+    uint32_t sum = 0, n = 0;
+    while (sum < cpus_wanted(r) && n < caps.size())
+        sum += caps[n++];
+    return n;
+}
+
+// 2 sockets x 16 NUMA nodes (one L3 each) x 4 cores x 2 threads: 256 CPUs,
+// as EPYC with an L3 per NUMA node; a GPU on every fourth NUMA node.
+NodeTopology numa32(bool gpus) {
+    std::vector<NumaSpec> numas;
+    for (int s = 0; s < 2; ++s)
+        for (int n = 0; n < 16; ++n)
+            numas.emplace_back(s, std::vector<int>{4}, 2);
+    std::vector<GpuSpec> g;
+    if (gpus)
+        for (int n = 0; n < 32; n += 4)
+            g.emplace_back(n);
+    return make_node("n32", numas, g);
+}
+
+void hold_random(Fixture &f, std::mt19937 &rng, unsigned in_ten) {
+    std::vector<uint32_t> held;
+    for (uint32_t c = 0; c < f.topo.cpu->cpus.size(); ++c)
+        if (rng() % 10 < in_ten)
+            held.push_back(c);
+    Words w(f.topo.cpu->words, 0);
+    for (uint32_t c : held)
+        bit_set(w, c);
+    // About a quarter of the GPUs held too.
+    uint64_t gpus = rng();
+    gpus &= rng();
+    gpus &= (uint64_t{1} << f.topo.gpus.size()) - 1;
+    std::string err;
+    REQUIRE(f.ledger.hold(Holder::of_claim("k8s", "rnd" + std::to_string(f.n++)), w, gpus,
+                          &err));
+}
+
+}  // namespace
+
+TEST_CASE("budget: 32 NUMA nodes and half the cores stay within the budget",
+          "[placement][budget]") {
+    // All free: the exact search would need C(32,16) = 601,080,390 NUMA sets.
+    Fixture f(numa32(false));
+    const Request half = cpus(128);
+    Placement p = f.place(half);
+    check_valid(f, half, p);
+    CHECK_FALSE(p.stats.exact);
+    CHECK(p.stats.candidates <= kSearchBudget);
+    CHECK(p.stats.greedy_sets <= 33);
+    // The optimum is one socket's 16 NUMA nodes; the fallback finds it.
+    CHECK(p.score.numa_nodes == 16);
+    CHECK(p.score.l3_groups == 16);
+    CHECK(p.score.sockets == 1);
+    CHECK(p.score.cores == 64);
+
+    // Random holdings, several request shapes, with and without GPUs.
+    std::mt19937 rng(32);
+    int fallbacks = 0;
+    for (int round = 0; round < 12; ++round) {
+        Fixture g(numa32(round % 2 == 1));
+        hold_random(g, rng, static_cast<unsigned>(round % 4));
+        const uint32_t free_cores = [&] {
+            uint32_t n = 0;
+            for (const CoreInfo &k : g.topo.cpu->cores)
+                n += bit_test(g.ledger.free_cpus(), k.first_cpu) &&
+                     bit_test(g.ledger.free_cpus(), k.first_cpu + 1);
+            return n;
+        }();
+        std::vector<Request> reqs = {cpus(128), cpus(free_cores, 1),
+                                     cpus(free_cores, 0, true),
+                                     cpus(std::max(free_cores / 2, 1U) * 2, 0, true)};
+        if (round % 2 == 1) {
+            Request r;
+            r.gpus = 3;
+            r.cpus_per_gpu = free_cores / 3 * 2;
+            reqs.push_back(r);
+        }
+        for (const Request &r : reqs) {
+            INFO("round " << round << " cpus " << r.cpus << " tpc " << r.threads_per_core
+                          << " whole " << r.whole_cores << " gpus " << r.gpus);
+            p = g.place(r);
+            if (!p.fits)
+                continue;  // holdings left too little (checked elsewhere)
+            check_valid(g, r, p);
+            CHECK(p.stats.candidates <= kSearchBudget);
+            CHECK(p.stats.greedy_sets <= 33);
+            fallbacks += !p.stats.exact;
+            if (r.gpus == 0)
+                CHECK(p.score.numa_nodes == largest_first_numas(g, r));
+            else
+                CHECK(p.score.numa_nodes <= largest_first_numas(g, r) + r.gpus);
+        }
+    }
+    CHECK(fallbacks >= 30);
+}
+
+TEST_CASE("budget: the fallback only starts past the exact search's own count",
+          "[placement][budget]") {
+    std::mt19937 rng(8);
+    const std::vector<std::vector<NumaSpec>> shapes = {
+        // 2 sockets x 4 NUMA x 8 cores x 2 threads (the benchmark's node)
+        {{0, {8}, 2}, {0, {8}, 2}, {0, {8}, 2}, {0, {8}, 2},
+         {1, {8}, 2}, {1, {8}, 2}, {1, {8}, 2}, {1, {8}, 2}},
+        // few NUMA nodes, many L3 groups (EPYC NPS1-like, scaled down)
+        {{0, {2, 2, 2, 2, 2, 2}, 2}, {1, {2, 2, 2, 2, 2, 2}, 2}},
+        {{0, {3}}, {0, {1, 2}}, {0, {4}}, {1, {2, 2}}, {1, {5}}, {1, {1, 1, 1}}},
+    };
+    int checked = 0, differs = 0;
+    for (size_t s = 0; s < shapes.size(); ++s) {
+        for (int round = 0; round < 6; ++round) {
+            std::vector<GpuSpec> gpus;
+            for (size_t n = 0; n < shapes[s].size(); n += 2)
+                gpus.emplace_back(static_cast<int32_t>(n));
+            Fixture f(make_node("s", shapes[s], gpus));
+            hold_random(f, rng, static_cast<unsigned>(round));
+            const auto ncpus = static_cast<uint32_t>(f.topo.cpu->cpus.size());
+            for (uint32_t n : {1U, 3U, ncpus / 4, ncpus / 3, ncpus / 2}) {
+                for (uint32_t g : {0U, 1U}) {
+                    Request r = cpus(n, round % 3 == 2 ? 1 : 0, round % 3 == 1);
+                    r.gpus = g;
+                    INFO("shape " << s << " round " << round << " cpus " << n << " gpus " << g);
+                    const Placement exact = k8sdra::place(f.view(), r, {UINT64_MAX});
+                    const Placement dflt = f.place(r);
+                    if (!exact.fits) {
+                        CHECK_FALSE(dflt.fits);
+                        continue;
+                    }
+                    REQUIRE(exact.stats.exact);
+                    const uint64_t need = exact.stats.candidates;
+                    // The default budget covers these nodes: still exact.
+                    CHECK(need <= kSearchBudget);
+                    CHECK(dflt.stats.exact);
+                    CHECK(dflt.cpus == exact.cpus);
+                    // Exactly at its count: the same answer, no fallback.
+                    const Placement at = k8sdra::place(f.view(), r, {need});
+                    CHECK(at.stats.exact);
+                    CHECK(at.stats.greedy_sets == 0);
+                    CHECK(at.stats.candidates == need);
+                    CHECK(at.cpus == exact.cpus);
+                    CHECK(at.gpus == exact.gpus);
+                    CHECK(at.score == exact.score);
+                    // One short: the fallback, valid and never better.
+                    const Placement below = k8sdra::place(f.view(), r, {need - 1});
+                    CHECK_FALSE(below.stats.exact);
+                    CHECK(below.stats.candidates <= need - 1);
+                    check_valid(f, r, below);
+                    CHECK_FALSE(below.score < exact.score);
+                    if (g == 0)
+                        CHECK(below.score.numa_nodes == exact.score.numa_nodes);
+                    differs += below.score != exact.score;
+                    ++checked;
+                }
+            }
+        }
+    }
+    CHECK(checked >= 100);
+    INFO("fallback differs from the optimum in " << differs << " of " << checked);
+    CHECK(differs < checked);
+}
+
+TEST_CASE("budget: rank_nodes uses the same budget as place", "[placement][budget]") {
+    std::vector<Fixture> nodes;
+    nodes.emplace_back(numa32(false));
+    nodes.emplace_back(make_node("small", {{0, {4}, 2}, {1, {4}, 2}}));
+    std::vector<NodeView> views;
+    for (auto &n : nodes)
+        views.push_back(n.view());
+    const Request r = cpus(16);
+    for (uint64_t budget : {uint64_t{0}, kSearchBudget}) {
+        const auto ranked = rank_nodes(views, r, SearchOptions{budget});
+        REQUIRE(ranked.size() == 2);
+        for (const RankEntry &e : ranked) {
+            const Placement p = k8sdra::place(views[e.node], r, SearchOptions{budget});
+            CHECK(e.fits == p.fits);
+            CHECK(e.score == p.score);
         }
     }
 }
