@@ -12,12 +12,42 @@
 
 namespace k8sdra {
 
-// One DRA attribute value: exactly one of int / bool / string / version.
+// One DRA attribute value: exactly one of int / bool / string / version,
+// or (Kubernetes 1.36, DRAListTypeAttributes) a list of one of those.
 struct AttrVersion {
     std::string value;  // semver text, e.g. "8.0.0"
     bool operator==(const AttrVersion &) const = default;
 };
-using AttrValue = std::variant<int64_t, bool, std::string, AttrVersion>;
+using AttrInts = std::vector<int64_t>;
+using AttrBools = std::vector<bool>;
+using AttrStrings = std::vector<std::string>;
+using AttrVersions = std::vector<AttrVersion>;
+using AttrValue = std::variant<int64_t, bool, std::string, AttrVersion, AttrInts, AttrBools,
+                               AttrStrings, AttrVersions>;
+
+// spec.devices[].taints[]: a device with effect NoSchedule or NoExecute must
+// not get new users; effect None is informational.
+struct DeviceTaint {
+    std::string key;
+    std::string value;
+    std::string effect;
+    bool operator==(const DeviceTaint &) const = default;
+};
+
+// spec.devices[].consumesCounters[]: what a partition (MIG, example-driver
+// partition) takes from a counter set of its physical device.
+struct CounterConsumption {
+    std::string counterSet;
+    std::map<std::string, std::string> counters;  // counter name -> Quantity
+    bool operator==(const CounterConsumption &) const = default;
+};
+
+// spec.sharedCounters[]: one counter set (usually one physical GPU).
+struct CounterSet {
+    std::string name;
+    std::map<std::string, std::string> counters;  // counter name -> Quantity
+    bool operator==(const CounterSet &) const = default;
+};
 
 struct Device {
     std::string name;
@@ -27,6 +57,8 @@ struct Device {
     // Fully qualified capacity name -> Quantity string ("40Gi", "64").
     std::map<std::string, std::string> capacity;
     bool allowMultipleAllocations = false;
+    std::vector<DeviceTaint> taints;
+    std::vector<CounterConsumption> consumesCounters;
     bool operator==(const Device &) const = default;
 };
 
@@ -44,6 +76,7 @@ struct ResourceSlice {
     std::string nodeName;          // spec.nodeName ("" when not node-local)
     Pool pool;
     std::vector<Device> devices;
+    std::vector<CounterSet> sharedCounters;
     bool operator==(const ResourceSlice &) const = default;
 };
 

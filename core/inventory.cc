@@ -96,9 +96,15 @@ Inventory Inventory::build(const std::vector<ResourceSlice> &slices,
                            const InventoryOptions &opts) {
     Inventory inv;
     for (auto &[name, ns] : select_pools(slices)) {
-        BuildResult r = build_node_topology(name, ns.complete, {opts.gres_order});
-        if (!r.ok)
-            r.topology = NodeTopology{name, nullptr, {}};
+        BuildOptions bo;
+        bo.gres_order = opts.gres_order;
+        bo.cpu_driver = opts.cpu_driver;
+        bo.gpu_drivers = opts.gpu_drivers;
+        BuildResult r = build_node_topology(name, ns.complete, bo);
+        if (!r.ok) {
+            r.topology = NodeTopology{};
+            r.topology.node = name;
+        }
         NodeEntry &e = inv.add_node(std::move(r.topology));
         e.invalid = r.error;
         e.warnings = std::move(r.warnings);

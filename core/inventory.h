@@ -19,6 +19,8 @@ namespace k8sdra {
 
 struct InventoryOptions {
     GresOrder gres_order = GresOrder::Minor;
+    std::string cpu_driver = kCpuDriver;  // CPUDriver=
+    std::vector<std::string> gpu_drivers = {kNvidiaDriver, kExampleGpuDriver};  // GPUDrivers=
     // Claims carrying this label hold devices for that Slurm job id.
     std::string job_label = "k8s-cons-tres.slurm.io/job-id";
 };

@@ -17,7 +17,9 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/pool_select.cc core/pool_select.h \
 	core/slurm_map.cc core/slurm_map.h \
 	core/topology.h \
-	core/topology_build.cc core/topology_build.h
+	core/topology_build.cc core/topology_build.h \
+	core/topology_build_attrs.cc core/topology_build_attrs.h \
+	core/topology_build_gpu.cc
 libk8sdra_core_la_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
 libk8sdra_core_la_LIBADD = $(HWLOC_LIBS) $(PTHREAD_LIBS)
 
@@ -31,6 +33,7 @@ testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_placement_test.cc \
 	testsuite/unit/core_oracle_test.cc \
 	testsuite/unit/core_fixture_test.cc \
+	testsuite/unit/core_driver_variants_test.cc \
 	testsuite/unit/core_capi_test.cc \
 	testsuite/unit/core_json_roundtrip_test.cc \
 	k8s_client/json.cc k8s_client/slice_json.cc

@@ -86,6 +86,15 @@ struct CpuTopology {
     std::string fingerprint() const;
 };
 
+// Where a GPU's NUMA node came from, in the order it is looked for.
+enum class AffinitySource : uint8_t {
+    Unknown,        // neither: placement treats the GPU as near no NUMA node
+    NumaAttribute,  // resource.kubernetes.io/numaNode on the GPU (int or ints)
+    PcieRoot,       // its pcieRoot is in a CPU device's or NUMA group's pcieRoot list
+};
+// "unknown", "numa-attribute", "pcie-root" (for logs and inspect output).
+const char *affinity_source_name(AffinitySource s);
+
 // Values shared by many nodes are interned to keep a node small.
 struct GpuInfo {
     IStr driver;             // gpu.nvidia.com or gpu.example.com
@@ -99,6 +108,19 @@ struct GpuInfo {
     int32_t numa_id = kUnknown;
     int32_t numa = kUnknown;    // index into the CPU topology's numas, or -1
     int32_t socket = kUnknown;  // index into sockets (through numa), or -1
+    AffinitySource affinity_source = AffinitySource::Unknown;
+    // Why new Slurm jobs must not get this GPU ("taint gpu.nvidia.com/xid=
+    // NoSchedule"), "" when it may be used.
+    std::string unavailable;
+    // MIG / partition devices carved from this GPU: a claim on any of them
+    // takes the whole GPU away from Slurm.
+    std::vector<std::string> children;
+};
+
+// CPUs that must not get new Slurm jobs, and why (a device taint).
+struct UnavailableCpus {
+    std::vector<uint32_t> cpus;  // CPU indices
+    std::string reason;
 };
 
 // Free counts of one NUMA node, kept by the ledger for fast ranking.
@@ -112,7 +134,12 @@ struct NumaCounts {
 struct NodeTopology {
     std::string node;
     std::shared_ptr<const CpuTopology> cpu;
-    std::vector<GpuInfo> gpus;  // in Slurm GRES index order
+    std::vector<GpuInfo> gpus;  // in Slurm GRES index order, physical GPUs only
+    std::vector<UnavailableCpus> unavailable_cpus;
 };
+
+// GRES index of the physical GPU that `device` of `driver` is, or is a MIG /
+// partition of; -1 when the node has no such device.
+int gpu_index_of(const NodeTopology &t, const std::string &driver, const std::string &device);
 
 }  // namespace k8sdra

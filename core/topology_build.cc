@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/topology_build.h"
 
+#include "core/topology_build_attrs.h"
+
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,86 +14,28 @@
 namespace k8sdra {
 namespace {
 
-constexpr const char *kNumaAttr = "resource.kubernetes.io/numaNode";
-constexpr const char *kPciBusAttr = "resource.kubernetes.io/pciBusID";
-constexpr const char *kPcieRootAttr = "resource.kubernetes.io/pcieRoot";
+using namespace detail;
 constexpr uint32_t kMaxThreadsPerCore = 8;  // placement keeps caps in 4 bits
 
-// Reads typed attributes of one device; the first problem is kept in error.
-class AttrReader {
-public:
-    AttrReader(const Device &d, std::string &error) : d_(d), error_(error) {}
-
-    std::optional<int64_t> int_attr(const std::string &name, bool required) {
-        return get<int64_t>(name, required, "int");
-    }
-    std::optional<std::string> str_attr(const std::string &name, bool required) {
-        return get<std::string>(name, required, "string");
-    }
-    std::optional<bool> bool_attr(const std::string &name, bool required) {
-        return get<bool>(name, required, "bool");
-    }
-
-private:
-    template <class T>
-    std::optional<T> get(const std::string &name, bool required, const char *type) {
-        auto it = d_.attributes.find(name);
-        if (it == d_.attributes.end()) {
-            if (required)
-                fail("device " + d_.name + ": missing attribute " + name);
-            return std::nullopt;
-        }
-        if (const T *v = std::get_if<T>(&it->second))
-            return *v;
-        fail("device " + d_.name + ": attribute " + name + " is not " + type);
-        return std::nullopt;
-    }
-    void fail(const std::string &msg) {
-        if (error_.empty())
-            error_ = msg;
-    }
-    const Device &d_;
-    std::string &error_;
-};
-
-bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
-
-// "64", "64k" etc.: CPU capacities are plain integers; accept only those.
-std::optional<int64_t> parse_count(const std::string &q) {
-    if (q.empty() || q.size() > 9)
-        return std::nullopt;
-    int64_t v = 0;
-    for (char c : q) {
-        if (c < '0' || c > '9')
-            return std::nullopt;
-        v = v * 10 + (c - '0');
-    }
-    return v;
+// The NUMA node of a dra.cpu device, from whichever attribute it publishes.
+std::optional<int64_t> cpu_numa(AttrReader &r, const std::string &drv) {
+    return r.first_int({kNumaAttr, drv + "/numaNodeID", kNetNumaAttr});
 }
 
-// The integer N of a name "gpu-N"; nullopt for MIG, partitions and others.
-std::optional<int64_t> gpu_minor(const std::string &name) {
-    if (name.rfind("gpu-", 0) != 0)
-        return std::nullopt;
-    return parse_count(name.substr(4));
-}
-
-std::optional<RawCpu> read_individual_cpu(const Device &d, std::string &err) {
-    AttrReader r(d, err);
-    auto cpu = r.int_attr("dra.cpu/cpuID", true);
-    auto core = r.int_attr("dra.cpu/coreID", true);
-    auto socket = r.int_attr("dra.cpu/socketID", true);
-    std::optional<int64_t> numa;
-    if (d.attributes.count(kNumaAttr))
-        numa = r.int_attr(kNumaAttr, true);
-    else if (d.attributes.count("dra.cpu/numaNodeID"))
-        numa = r.int_attr("dra.cpu/numaNodeID", true);
-    else
-        numa = r.int_attr(kNumaAttr, true);  // reports it missing
-    auto l3 = r.int_attr("dra.cpu/cacheL3ID", false);
-    auto type = r.str_attr("dra.cpu/coreType", false);
-    r.bool_attr("dra.cpu/smtEnabled", false);  // type check only
-    auto root = r.str_attr(kPcieRootAttr, false);
+std::optional<RawCpu> read_individual_cpu(const Device &d, const std::string &drv,
+                                          std::string &err, Notes &notes) {
+    AttrReader r(d, err, notes);
+    auto cpu = r.int_attr(drv + "/cpuID", true);
+    auto core = r.int_attr(drv + "/coreID", true);
+    auto socket = r.int_attr(drv + "/socketID", true);
+    auto numa = cpu_numa(r, drv);
+    if (!numa && err.empty())
+        err = "device " + d.name + ": missing attribute " + kNumaAttr + " (nor " + drv +
+              "/numaNodeID, " + kNetNumaAttr + ")";
+    auto l3 = r.int_attr(drv + "/cacheL3ID", false);
+    auto type = r.str_attr(drv + "/coreType", false);
+    r.bool_attr(drv + "/smtEnabled", false);  // type check only
+    std::vector<std::string> roots = r.str_list(kPcieRootAttr);
     if (!err.empty())
         return std::nullopt;
     for (int64_t v : {*cpu, *core, *socket, *numa}) {
@@ -104,11 +49,11 @@ std::optional<RawCpu> read_individual_cpu(const Device &d, std::string &err) {
     c.core_id = static_cast<int32_t>(*core);
     c.socket_id = static_cast<int32_t>(*socket);
     c.numa_id = static_cast<int32_t>(*numa);
-    // Without an L3 id, each NUMA node counts as one L3 group.
-    c.l3_id = l3 && fits_int32(*l3) ? static_cast<int32_t>(*l3) : c.numa_id;
+    // cacheL3ID -1 (no L3) or absent: each NUMA node counts as one L3 group.
+    c.l3_id = l3 && *l3 >= 0 && fits_int32(*l3) ? static_cast<int32_t>(*l3) : c.numa_id;
     c.core_type = type.value_or("standard");
     c.device = d.name;
-    c.pcie_root = root.value_or("");
+    c.pcie_roots = std::move(roots);
     return c;
 }
 
@@ -118,19 +63,22 @@ struct GroupDev {
     int32_t numa = 0;
     int64_t ncpus = 0;
     bool smt = false;
+    std::vector<std::string> pcie_roots;
 };
 
-std::optional<GroupDev> read_group(const Device &d, std::string &err) {
-    AttrReader r(d, err);
-    auto numa = r.int_attr(kNumaAttr, false);
-    auto socket = r.int_attr("dra.cpu/socketID", false);
-    auto smt = r.bool_attr("dra.cpu/smtEnabled", false);
-    auto num = r.int_attr("dra.cpu/numCPUs", false);
+std::optional<GroupDev> read_group(const Device &d, const std::string &drv, std::string &err,
+                                   Notes &notes) {
+    AttrReader r(d, err, notes);
+    auto numa = cpu_numa(r, drv);
+    auto socket = r.int_attr(drv + "/socketID", false);
+    auto smt = r.bool_attr(drv + "/smtEnabled", false);
+    auto num = r.int_attr(drv + "/numCPUs", false);
+    std::vector<std::string> roots = r.str_list(kPcieRootAttr);
     if (!err.empty())
         return std::nullopt;
-    auto cap = parse_count(d.capacity.at("dra.cpu/cpu"));
+    auto cap = parse_count(d.capacity.at(drv + "/cpu"));
     if (!cap && !num) {
-        err = "device " + d.name + ": capacity dra.cpu/cpu is not a CPU count";
+        err = "device " + d.name + ": capacity " + drv + "/cpu is not a CPU count";
         return std::nullopt;
     }
     GroupDev g;
@@ -140,8 +88,9 @@ std::optional<GroupDev> read_group(const Device &d, std::string &err) {
     g.socket = socket && fits_int32(*socket) ? static_cast<int32_t>(*socket) : 0;
     // A socket group stands for its own NUMA domain.
     g.numa = numa && fits_int32(*numa) ? static_cast<int32_t>(*numa) : g.socket;
+    g.pcie_roots = std::move(roots);
     if (g.ncpus <= 0 || g.ncpus > 65536) {
-        err = "device " + d.name + ": capacity dra.cpu/cpu out of range";
+        err = "device " + d.name + ": capacity " + drv + "/cpu out of range";
         return std::nullopt;
     }
     return g;
@@ -166,54 +115,12 @@ std::vector<RawCpu> synthesize_cpus(std::vector<GroupDev> &groups) {
             c.numa_id = g.numa;
             c.l3_id = g.numa;
             c.device = g.name;
+            c.pcie_roots = g.pcie_roots;
             out.push_back(c);
         }
         next_core[g.socket] += static_cast<int32_t>(g.ncpus / tpc);
     }
     return out;
-}
-
-bool is_full_gpu(const Device &d, const std::string &driver) {
-    if (!gpu_minor(d.name))
-        return false;
-    if (driver == kNvidiaDriver) {
-        auto it = d.attributes.find(driver + "/type");
-        if (it != d.attributes.end()) {
-            const auto *s = std::get_if<std::string>(&it->second);
-            return s && *s == "gpu";
-        }
-    }
-    return true;
-}
-
-std::optional<GpuInfo> read_gpu(const Device &d, const std::string &driver,
-                                std::string &err) {
-    AttrReader r(d, err);
-    GpuInfo g;
-    g.driver = driver;
-    g.device = d.name;
-    g.minor = *gpu_minor(d.name);
-    g.uuid = r.str_attr(driver + "/uuid", true).value_or("");
-    if (driver == kNvidiaDriver) {
-        g.model = r.str_attr(driver + "/productName", false).value_or("");
-    } else {
-        auto idx = r.int_attr(driver + "/index", true);
-        g.minor = idx.value_or(g.minor);
-        g.model = r.str_attr(driver + "/model", false).value_or("");
-    }
-    g.pci_bus_id = r.str_attr(kPciBusAttr, false).value_or("");
-    g.pcie_root = r.str_attr(kPcieRootAttr, false).value_or("");
-    auto numa = r.int_attr(kNumaAttr, false);
-    if (!err.empty())
-        return std::nullopt;
-    if (numa && *numa >= 0 && fits_int32(*numa))
-        g.numa_id = static_cast<int32_t>(*numa);
-    auto mem = d.capacity.find(driver + "/memory");
-    if (mem == d.capacity.end())
-        mem = d.capacity.find("memory");
-    if (mem != d.capacity.end())
-        g.memory = mem->second;
-    return g;
 }
 
 void index_groups(CpuTopology &t) {
@@ -316,10 +223,14 @@ std::shared_ptr<CpuTopology> make_cpu_topology(std::vector<RawCpu> raw,
                    " spans sockets";
             return nullptr;
         }
-        if (!c.pcie_root.empty() &&
-            std::find(n.pcie_roots.begin(), n.pcie_roots.end(), c.pcie_root) ==
-                n.pcie_roots.end())
-            n.pcie_roots.push_back(c.pcie_root);
+        auto add_root = [&n](const std::string &r) {
+            if (!r.empty() && std::find(n.pcie_roots.begin(), n.pcie_roots.end(), r) ==
+                                  n.pcie_roots.end())
+                n.pcie_roots.push_back(r);
+        };
+        add_root(c.pcie_root);
+        for (const std::string &r : c.pcie_roots)
+            add_root(r);
         n.ncpus++;
         bit_set(n.mask, i);
         bit_set(t->cells[k.cell].mask, i);
@@ -352,12 +263,50 @@ std::shared_ptr<CpuTopology> make_cpu_topology(std::vector<RawCpu> raw,
     return t;
 }
 
+namespace {
+
+// "0000:65:00.0" -> one number, so that ids written with other domain
+// widths or case (bare pcieBusID of older NVIDIA releases) sort alike.
+uint64_t pci_key(const std::string &id) {
+    unsigned long long dom = 0, bus = 0, dev = 0, fn = 0;
+    if (std::sscanf(id.c_str(), "%llx:%llx:%llx.%llx", &dom, &bus, &dev, &fn) == 4)
+        return (dom << 24) | (bus << 16) | (dev << 8) | fn;
+    return UINT64_MAX;  // unparsable ids sort last, by text among themselves
+}
+
+}  // namespace
+
+const char *affinity_source_name(AffinitySource s) {
+    switch (s) {
+    case AffinitySource::NumaAttribute:
+        return "numa-attribute";
+    case AffinitySource::PcieRoot:
+        return "pcie-root";
+    case AffinitySource::Unknown:
+        break;
+    }
+    return "unknown";
+}
+
+int gpu_index_of(const NodeTopology &t, const std::string &driver, const std::string &device) {
+    for (size_t i = 0; i < t.gpus.size(); ++i) {
+        const GpuInfo &g = t.gpus[i];
+        if (g.driver != driver)
+            continue;
+        if (g.device == device ||
+            std::find(g.children.begin(), g.children.end(), device) != g.children.end())
+            return static_cast<int>(i);
+    }
+    return -1;
+}
+
 void attach_gpus(NodeTopology &t, GresOrder order) {
     auto by_minor = [](const GpuInfo &a, const GpuInfo &b) {
         return std::tie(a.minor, a.device) < std::tie(b.minor, b.device);
     };
     auto by_pci = [](const GpuInfo &a, const GpuInfo &b) {
-        return std::tie(a.pci_bus_id, a.minor) < std::tie(b.pci_bus_id, b.minor);
+        const uint64_t ka = pci_key(a.pci_bus_id), kb = pci_key(b.pci_bus_id);
+        return std::tie(ka, a.pci_bus_id, a.minor) < std::tie(kb, b.pci_bus_id, b.minor);
     };
     if (order == GresOrder::PciBusId)
         std::sort(t.gpus.begin(), t.gpus.end(), by_pci);
@@ -365,60 +314,110 @@ void attach_gpus(NodeTopology &t, GresOrder order) {
         std::sort(t.gpus.begin(), t.gpus.end(), by_minor);
     for (GpuInfo &g : t.gpus) {
         g.numa = g.socket = kUnknown;
-        if (!t.cpu)
-            continue;
-        for (size_t i = 0; i < t.cpu->numas.size(); ++i) {
+        for (size_t i = 0; t.cpu && i < t.cpu->numas.size(); ++i) {
             if (t.cpu->numas[i].id == g.numa_id && g.numa_id != kUnknown) {
                 g.numa = static_cast<int32_t>(i);
                 g.socket = static_cast<int32_t>(t.cpu->numas[i].socket);
             }
         }
+        if (g.numa == kUnknown)
+            g.affinity_source = AffinitySource::Unknown;
+        else if (g.affinity_source == AffinitySource::Unknown)
+            g.affinity_source = AffinitySource::NumaAttribute;
     }
 }
+
+namespace {
+
+// Marks the CPUs of tainted dra.cpu devices (a CPU, or a whole group).
+void mark_tainted_cpus(NodeTopology &t,
+                       const std::map<std::string, std::vector<std::string>> &tainted) {
+    const CpuTopology &c = *t.cpu;
+    for (const auto &[reason, devices] : tainted) {
+        UnavailableCpus u;
+        u.reason = reason;
+        for (const std::string &d : devices) {
+            auto it = c.by_device.find(d);
+            if (it == c.by_device.end())
+                continue;
+            if (!c.grouped) {
+                u.cpus.push_back(it->second);
+                continue;
+            }
+            for (size_t i = 0; i < c.cpus.size(); ++i)
+                if (bit_test(c.groups[it->second].mask, i))
+                    u.cpus.push_back(static_cast<uint32_t>(i));
+        }
+        std::sort(u.cpus.begin(), u.cpus.end());
+        u.cpus.erase(std::unique(u.cpus.begin(), u.cpus.end()), u.cpus.end());
+        t.unavailable_cpus.push_back(std::move(u));
+    }
+}
+
+// The first taint of a device that keeps new users away, "" if none.
+std::string device_taint(const Device &d) {
+    for (const DeviceTaint &x : d.taints)
+        if (std::string r = taint_reason(x); !r.empty())
+            return r;
+    return "";
+}
+
+struct CpuDevices {
+    std::vector<RawCpu> cpus;
+    std::vector<GroupDev> groups;
+    std::map<std::string, std::vector<std::string>> tainted;  // reason -> devices
+};
+
+bool read_cpu_devices(const std::vector<const ResourceSlice *> &slices, const std::string &drv,
+                      CpuDevices &out, std::string &err, Notes &notes) {
+    for (const ResourceSlice *s : slices) {
+        if (s->driver != drv)
+            continue;
+        for (const Device &d : s->devices) {
+            if (d.capacity.count(drv + "/cpu")) {
+                if (auto g = read_group(d, drv, err, notes))
+                    out.groups.push_back(std::move(*g));
+            } else if (auto c = read_individual_cpu(d, drv, err, notes)) {
+                out.cpus.push_back(std::move(*c));
+            }
+            if (!err.empty())
+                return false;
+            if (std::string r = device_taint(d); !r.empty())
+                out.tainted[r].push_back(d.name);
+        }
+    }
+    if (!out.cpus.empty() && !out.groups.empty()) {
+        err = "device " + out.groups.front().name + ": " + drv +
+              " publishes both individual and grouped devices";
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
 
 BuildResult build_node_topology(const std::string &node,
                                 const std::vector<const ResourceSlice *> &slices,
                                 const BuildOptions &opts) {
     BuildResult res;
     res.topology.node = node;
-    std::vector<RawCpu> cpus;
-    std::vector<GroupDev> groups;
+    Notes notes;
+    CpuDevices cd;
     std::string err;
-    for (const ResourceSlice *s : slices) {
-        const bool gpu_driver = s->driver == kNvidiaDriver || s->driver == kExampleGpuDriver;
-        if (s->driver != kCpuDriver && !gpu_driver)
-            continue;  // other drivers do not shape placement
-        for (const Device &d : s->devices) {
-            if (s->driver == kCpuDriver) {
-                if (d.capacity.count("dra.cpu/cpu")) {
-                    if (auto g = read_group(d, err))
-                        groups.push_back(*g);
-                } else if (auto c = read_individual_cpu(d, err)) {
-                    cpus.push_back(*c);
-                }
-            } else if (is_full_gpu(d, s->driver)) {
-                if (auto g = read_gpu(d, s->driver, err))
-                    res.topology.gpus.push_back(*g);
-            }
-            if (!err.empty()) {
-                res.error = err;
-                return res;
-            }
-        }
-    }
-    if (!cpus.empty() && !groups.empty()) {
-        res.error = "device " + groups.front().name +
-                    ": dra.cpu publishes both individual and grouped devices";
+    if (!read_cpu_devices(slices, opts.cpu_driver, cd, err, notes) ||
+        !read_gpus(slices, opts, res.topology.gpus, err, notes)) {
+        res.error = err;
         return res;
     }
-    const bool grouped = cpus.empty() && !groups.empty();
+    const bool grouped = cd.cpus.empty() && !cd.groups.empty();
     if (grouped)
-        cpus = synthesize_cpus(groups);
-    if (cpus.empty()) {  // no dra.cpu pool (yet): GPUs alone are not placeable
+        cd.cpus = synthesize_cpus(cd.groups);
+    if (cd.cpus.empty()) {  // no CPU pool (yet): GPUs alone are not placeable
         res.ok = true;
+        res.warnings = notes.lines();
         return res;
     }
-    auto topo = make_cpu_topology(std::move(cpus), &err);
+    auto topo = make_cpu_topology(std::move(cd.cpus), &err);
     if (!topo) {
         res.error = err;
         return res;
@@ -430,27 +429,20 @@ BuildResult build_node_topology(const std::string &node,
         for (size_t i = 0; i < topo->cpus.size(); ++i)
             topo->by_device[topo->cpus[i].device] = static_cast<uint32_t>(i);
     res.topology.cpu = std::move(topo);
-    std::set<std::string> names;
+    mark_tainted_cpus(res.topology, cd.tainted);
     for (const GpuInfo &g : res.topology.gpus) {
-        if (!names.insert(g.driver + "/" + g.device).second) {
-            res.error = "device " + g.device + ": duplicate GPU";
-            return res;
-        }
         if (opts.gres_order == GresOrder::PciBusId && g.pci_bus_id.empty()) {
             res.error = "device " + g.device + ": missing attribute " +
                         std::string(kPciBusAttr) + " (GRES order is by PCI bus id)";
             return res;
         }
     }
-    if (res.topology.gpus.size() > 64) {
-        res.error = "device " + res.topology.gpus[64].device + ": more than 64 GPUs";
-        return res;
-    }
     attach_gpus(res.topology, opts.gres_order);
     for (const GpuInfo &g : res.topology.gpus)
         if (g.numa_id != kUnknown && g.numa == kUnknown)
-            res.warnings.push_back("device " + g.device + ": NUMA node " +
-                                   std::to_string(g.numa_id) + " has no CPUs");
+            notes.add(g.device, "NUMA node " + std::to_string(g.numa_id) + " has no CPUs");
+    resolve_gpu_affinity(res.topology, notes);
+    res.warnings = notes.lines();
     res.ok = true;
     return res;
 }

@@ -31,7 +31,8 @@ struct RawCpu {
     int32_t l3_id = 0;
     std::string core_type = "standard";
     std::string device;
-    std::string pcie_root;  // "" when not published
+    std::string pcie_root;                // "" when not published
+    std::vector<std::string> pcie_roots;  // the list form (dra.cpu --expose-pcie-roots)
 };
 
 // Indexes raw CPUs into the Slurm-ordered model. Returns nullptr and sets
@@ -39,14 +40,21 @@ struct RawCpu {
 std::shared_ptr<CpuTopology> make_cpu_topology(std::vector<RawCpu> raw,
                                                std::string *err);
 
+// Which drivers describe the node: CPUDriver= / GPUDrivers= of
+// k8s_cons_tres.conf. Slices of other drivers do not shape placement.
 struct BuildOptions {
     GresOrder gres_order = GresOrder::Minor;
+    std::string cpu_driver = kCpuDriver;
+    std::vector<std::string> gpu_drivers = {kNvidiaDriver, kExampleGpuDriver};
 };
 
 struct BuildResult {
     bool ok = false;
     std::string error;  // names the device and attribute when ok is false
     NodeTopology topology;
+    // Published values the model could not use (wrong type, list of several
+    // values, attributes that disagree), GPUs of unknown affinity: for a
+    // debug log. The same note on many devices is one line.
     std::vector<std::string> warnings;
 };
 
@@ -55,8 +63,8 @@ BuildResult build_node_topology(const std::string &node,
                                 const std::vector<const ResourceSlice *> &slices,
                                 const BuildOptions &opts = {});
 
-// Places GPUs on the CPU topology (NUMA index, socket) and sorts them into
-// GRES order. Shared by the builder and by tests.
+// Places GPUs on the CPU topology (NUMA index, socket) from numa_id and
+// sorts them into GRES order. Shared by the builder and by tests.
 void attach_gpus(NodeTopology &t, GresOrder order);
 
 }  // namespace k8sdra

@@ -33,8 +33,7 @@ private:
 
 std::string_view view(const Value &v) { return {v.GetString(), v.GetStringLength()}; }
 
-// False for list forms, which the model does not hold.
-bool decodeValue(const Value &v, CompactAttr &a, std::string_view name) {
+void decodeValue(const Value &v, CompactAttr &a, std::string_view name, CompactSlice &s) {
     if (!v.IsObject() || v.MemberCount() == 0)
         throw json::Error("attribute '" + std::string(name) + "' has no value");
     auto it = v.MemberBegin();
@@ -53,13 +52,11 @@ bool decodeValue(const Value &v, CompactAttr &a, std::string_view name) {
     } else if (form == "version" && x.IsString()) {
         a.kind = CompactAttr::Version;
         a.value = pool.intern(view(x));
-    } else if (form == "ints" || form == "bools" || form == "strings" || form == "versions") {
-        return false;
-    } else {
-        throw json::Error("attribute '" + std::string(name) + "' has bad value form '" +
-                          std::string(form) + "'");
+    } else {  // list forms, and errors, as the plain decoder has them
+        s.lists.push_back(decodeAttrValue(v, std::string(name)));
+        a.kind = CompactAttr::List;
+        a.value = static_cast<int64_t>(s.lists.size() - 1);
     }
-    return true;
 }
 
 void decodeDevice(const Value &d, CompactSlice &s, KeyCache &attrKeys, KeyCache &capKeys) {
@@ -75,8 +72,8 @@ void decodeDevice(const Value &d, CompactSlice &s, KeyCache &attrKeys, KeyCache 
         size_t pos = 0;
         for (auto it = attrs->MemberBegin(); it != attrs->MemberEnd(); ++it, ++pos) {
             CompactAttr a{attrKeys.id(pos, view(it->name)), CompactAttr::Int, 0};
-            if (decodeValue(it->value, a, view(it->name)))
-                s.attrs.push_back(a);
+            decodeValue(it->value, a, view(it->name), s);
+            s.attrs.push_back(a);
         }
     }
     dev.attrCount = uint16_t(s.attrs.size() - dev.attrBegin);
@@ -88,10 +85,13 @@ void decodeDevice(const Value &d, CompactSlice &s, KeyCache &attrKeys, KeyCache 
                               StringPool::instance().intern(json::getString(it->value, "value"))});
     }
     dev.capCount = uint16_t(s.caps.size() - dev.capBegin);
+    CompactExtra extra{uint32_t(s.devices.size()), decodeTaints(d), decodeConsumption(d)};
+    if (!extra.taints.empty() || !extra.consumesCounters.empty())
+        s.extras.push_back(std::move(extra));
     s.devices.push_back(std::move(dev));
 }
 
-AttrValue toValue(const CompactAttr &a) {
+AttrValue toValue(const CompactSlice &s, const CompactAttr &a) {
     StringPool &pool = StringPool::instance();
     switch (a.kind) {
     case CompactAttr::Int:
@@ -102,6 +102,8 @@ AttrValue toValue(const CompactAttr &a) {
         return pool.get(uint32_t(a.value));
     case CompactAttr::Version:
         return AttrVersion{pool.get(uint32_t(a.value))};
+    case CompactAttr::List:
+        return s.lists.at(size_t(a.value));
     }
     return a.value;
 }
@@ -123,6 +125,7 @@ CompactSlice decodeCompactSlice(const Value &obj) {
         s.attrs.shrink_to_fit();
         s.caps.shrink_to_fit();
     }
+    s.sharedCounters = decodeSharedCounters(spec);
     return s;
 }
 
@@ -133,9 +136,15 @@ Device CompactSlice::expandDevice(size_t i) const {
     d.name = cd.name;
     d.allowMultipleAllocations = cd.allowMultipleAllocations;
     for (uint32_t k = cd.attrBegin; k < cd.attrBegin + cd.attrCount; ++k)
-        d.attributes.emplace(pool.get(attrs[k].key), toValue(attrs[k]));
+        d.attributes.emplace(pool.get(attrs[k].key), toValue(*this, attrs[k]));
     for (uint32_t k = cd.capBegin; k < cd.capBegin + cd.capCount; ++k)
         d.capacity.emplace(pool.get(caps[k].key), pool.get(caps[k].value));
+    for (const CompactExtra &e : extras) {
+        if (e.device == i) {
+            d.taints = e.taints;
+            d.consumesCounters = e.consumesCounters;
+        }
+    }
     return d;
 }
 
@@ -146,6 +155,7 @@ ResourceSlice CompactSlice::expand() const {
     s.driver = driver;
     s.nodeName = nodeName;
     s.pool = pool;
+    s.sharedCounters = sharedCounters;
     s.devices.reserve(devices.size());
     for (size_t i = 0; i < devices.size(); ++i)
         s.devices.push_back(expandDevice(i));
@@ -157,7 +167,7 @@ std::optional<AttrValue> CompactSlice::attribute(size_t i, const std::string &qu
     StringPool &pool = StringPool::instance();
     for (uint32_t k = cd.attrBegin; k < cd.attrBegin + cd.attrCount; ++k)
         if (pool.get(attrs[k].key) == qualified)
-            return toValue(attrs[k]);
+            return toValue(*this, attrs[k]);
     return std::nullopt;
 }
 

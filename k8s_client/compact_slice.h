@@ -15,10 +15,18 @@
 namespace k8sdra::k8s {
 
 struct CompactAttr {
-    enum Kind : uint8_t { Int, Bool, String, Version };
+    enum Kind : uint8_t { Int, Bool, String, Version, List };
     uint32_t key;    // interned qualified name
     Kind kind;
-    int64_t value;   // Int/Bool value, or interned id of String/Version
+    int64_t value;   // Int/Bool value, interned id of String/Version, index into lists
+};
+
+// Taints and counter consumption are rare (unhealthy GPUs, partitions), so
+// they live beside the devices instead of costing every device two vectors.
+struct CompactExtra {
+    uint32_t device = 0;  // index into devices
+    std::vector<DeviceTaint> taints;
+    std::vector<CounterConsumption> consumesCounters;
 };
 
 struct CompactCapacity {
@@ -39,6 +47,9 @@ struct CompactSlice {
     std::vector<CompactDevice> devices;
     std::vector<CompactAttr> attrs;
     std::vector<CompactCapacity> caps;
+    std::vector<AttrValue> lists;  // list-form attribute values (alpha, rare)
+    std::vector<CompactExtra> extras;
+    std::vector<CounterSet> sharedCounters;
 
     ResourceSlice expand() const;
     Device expandDevice(size_t i) const;

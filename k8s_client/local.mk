@@ -40,6 +40,7 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_cow_map_tests.cc \
 	testsuite/unit/client_json_stream_tests.cc \
 	testsuite/unit/client_slice_json_tests.cc \
+	testsuite/unit/client_driver_variants_tests.cc \
 	testsuite/unit/client_job_claims_tests.cc
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
@@ -66,7 +67,15 @@ EXTRA_DIST += k8s_client/README.md testsuite/integration/test_client_k8s.py \
 	testsuite/fixtures/json/claim_pending.json \
 	testsuite/fixtures/json/dra_cpu_grouped.json \
 	testsuite/fixtures/json/dra_cpu_individual.json \
-	testsuite/fixtures/json/nvidia_gpu.json
+	testsuite/fixtures/json/nvidia_gpu.json \
+	testsuite/fixtures/json/dra_cpu_v0.2_individual_pcie.json \
+	testsuite/fixtures/json/example_partitions.json \
+	testsuite/fixtures/json/nvidia_main_numa_list.json \
+	testsuite/fixtures/json/nvidia_mig.json \
+	testsuite/fixtures/json/nvidia_taints.json \
+	testsuite/fixtures/json/nvidia_v25.12.json \
+	testsuite/fixtures/json/nvidia_v25.3.json \
+	testsuite/fixtures/json/nvidia_v25.8.json
 
 # The Kubernetes -> engine path end to end: make testsuite/bench/bench_feed
 EXTRA_PROGRAMS += testsuite/bench/bench_feed

@@ -7,12 +7,23 @@
 #include "core/dra_types.h"
 #include "k8s_client/json.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 namespace k8sdra::k8s {
 
 // Throws json::Error when the object is not a usable ResourceSlice.
 ResourceSlice decodeResourceSlice(const rapidjson::Value &obj);
+
+// Pieces shared with the compact decoder. An attribute value of any v1 form
+// (lists included); throws for an unknown form or a mistyped value.
+AttrValue decodeAttrValue(const rapidjson::Value &v, const std::string &name);
+// {"name": {"value": Q}, ...} -> name -> Q (counters of a set or consumption).
+std::map<std::string, std::string> decodeCounters(const rapidjson::Value *counters);
+std::vector<DeviceTaint> decodeTaints(const rapidjson::Value &device);
+std::vector<CounterConsumption> decodeConsumption(const rapidjson::Value &device);
+std::vector<CounterSet> decodeSharedCounters(const rapidjson::Value &spec);
 
 // The fields every form of a slice decodes alike (name, resourceVersion,
 // driver, nodeName, pool); returns spec for the devices.

@@ -49,7 +49,12 @@ TEST_CASE("the store publishes new snapshots and keeps old ones intact", "[snaps
     rs.pool.name = "n1";
     rs.nodeName = "n1";
     for (const char *n : {"a", "b", "c"})
-        rs.devices.push_back(Device{n, {{"dra.cpu/cpuID", int64_t(1)}}, {}, false});
+    {
+        Device d;
+        d.name = n;
+        d.attributes = {{"dra.cpu/cpuID", int64_t(1)}};
+        rs.devices.push_back(d);
+    }
     slices.set(rs.name, std::make_shared<const CompactSlice>(compactSlice(rs)));
     store.publishSlices("dra.cpu", slices, true);
     store.publishSlices("gpu.nvidia.com", SliceMap(), true);

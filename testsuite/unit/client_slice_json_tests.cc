@@ -69,14 +69,25 @@ TEST_CASE("slices survive an encode/decode round trip", "[json][slice]") {
     }
 }
 
-TEST_CASE("list-form attributes are skipped, not fatal", "[json][slice]") {
+TEST_CASE("list-form attributes decode in every form", "[json][slice]") {
     auto s = parseResourceSlice(R"({"metadata":{"name":"s"},"spec":{"driver":"dra.cpu",
         "nodeName":"n","pool":{"name":"n","generation":1,"resourceSliceCount":2},
         "devices":[{"name":"cpudev000","attributes":{
-          "resource.kubernetes.io/pcieRoot":{"strings":["pci0000:00"]},
+          "resource.kubernetes.io/pcieRoot":{"strings":["pci0000:00","pci0000:1a"]},
+          "resource.kubernetes.io/numaNode":{"ints":[1]},
+          "flags":{"bools":[true,false]},"vs":{"versions":["1.0.0"]},
           "dra.cpu/cpuID":{"int":7}}}]}})");
     CHECK(s.pool.resourceSliceCount == 2);
-    CHECK(s.devices.at(0).attributes.size() == 1);
+    const auto &a = s.devices.at(0).attributes;
+    CHECK(a.size() == 5);
+    CHECK(std::get<AttrStrings>(a.at("resource.kubernetes.io/pcieRoot")) ==
+          AttrStrings{"pci0000:00", "pci0000:1a"});
+    CHECK(std::get<AttrInts>(a.at("resource.kubernetes.io/numaNode")) == AttrInts{1});
+    CHECK(std::get<AttrBools>(a.at("dra.cpu/flags")) == AttrBools{true, false});
+    CHECK(std::get<AttrVersions>(a.at("dra.cpu/vs")) == AttrVersions{{"1.0.0"}});
+    CHECK(parseResourceSlice(encodeResourceSlice(s)) == s);
+    CHECK_THROWS_AS(parseResourceSlice(R"({"metadata":{},"spec":{"driver":"d","pool":{},
+        "devices":[{"name":"a","attributes":{"x":{"ints":[1,"two"]}}}]}})"), json::Error);
 }
 
 TEST_CASE("malformed slices are errors, not aborts", "[json][slice]") {
