@@ -26,8 +26,13 @@ ApiStatus parseApiStatus(long httpStatus, const std::string &body) {
     ApiStatus st;
     st.code = httpStatus;
     rapidjson::Document doc;
-    doc.Parse(body.data(), body.size());
-    if (doc.HasParseError() || !doc.IsObject()) {
+    try {  // the bounded parser: an error body is untrusted input too
+        json::parse(doc, body);
+    } catch (const json::Error &) {
+        st.message = body.substr(0, 200);
+        return st;
+    }
+    if (!doc.IsObject()) {
         st.message = body.substr(0, 200);
         return st;
     }

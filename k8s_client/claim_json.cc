@@ -263,13 +263,24 @@ std::string decodeCpuset(const Value &devices) {
     return {};
 }
 
+// The API server allows 32 results (AllocationResultsMaxSize); far more is
+// hostile or broken input, refused before anything is expanded.
+constexpr size_t kMaxResults = 1024;
+
 void decodeAllocation(ClaimHolding &h, const Value &alloc) {
     h.allocated = true;
     if (const Value *devices = json::member(alloc, "devices")) {
         if (const Value *results = json::member(*devices, "results");
-            results && results->IsArray())
+            results && results->IsArray()) {
+            if (results->Size() > kMaxResults)
+                throw json::Error("ResourceClaim " + h.ns + "/" + h.name + " has " +
+                                  std::to_string(results->Size()) +
+                                  " allocation results, more than the " +
+                                  std::to_string(kMaxResults) + " accepted");
+            h.results.reserve(results->Size());
             for (const Value &r : results->GetArray())
                 h.results.push_back(decodeResult(r));
+        }
         h.opaqueCpuset = decodeCpuset(*devices);
     }
     h.nodeName = decodeNodeName(json::member(alloc, "nodeSelector"));

@@ -21,7 +21,8 @@ std::string statusOf(const HttpResponse &r) {
 
 ClaimWriter::ClaimWriter(std::shared_ptr<const Config> cfg, WriterOptions opts, Logger log)
     : cfg_(std::move(cfg)), opts_(opts), log_(log.child("claim writer: ")),
-      stop_(std::make_shared<Stopper>()), token_(std::make_shared<TokenSource>(*cfg_)) {}
+      stop_(std::make_shared<Stopper>()), token_(std::make_shared<TokenSource>(*cfg_)),
+      queue_(opts_.capacity) {}
 
 ClaimWriter::~ClaimWriter() { stop(); }
 
@@ -31,31 +32,47 @@ void ClaimWriter::onResult(ResultFn fn) {
 }
 
 uint64_t ClaimWriter::enqueue(Op op) {
+    uint64_t id;
     {
         std::lock_guard<std::mutex> lk(mu_);
-        if (queue_.size() >= opts_.capacity || stop_->stopped()) {
+        if (stop_->stopped()) {
             ++stats_.refused;
             return 0;
         }
-        op.id = nextId_++;
+        op.id = id = nextId_;
         op.queued = std::chrono::steady_clock::now();
-        queue_.push_back(std::move(op));
+        op.backoff = Backoff(opts_.backoff);
+        switch (queue_.push(std::move(op))) {
+        case ClaimQueue::Push::Full:
+            ++stats_.refused;
+            return 0;
+        case ClaimQueue::Push::Replaced:
+            ++stats_.replaced;
+            break;
+        case ClaimQueue::Push::Queued:
+            break;
+        }
+        ++nextId_;
         ++stats_.submitted;
         stats_.depth = queue_.size();
     }
     cv_.notify_one();
-    return nextId_ - 1;
+    return id;
 }
 
 uint64_t ClaimWriter::apply(ClaimIntent intent) {
-    return enqueue(Op{ClaimOpResult::Kind::Apply, 0, std::move(intent), {}});
+    Op op;
+    op.kind = ClaimOpKind::Apply;
+    op.intent = std::move(intent);
+    return enqueue(std::move(op));
 }
 
 uint64_t ClaimWriter::remove(const std::string &ns, const std::string &name) {
-    ClaimIntent in;
-    in.ns = ns;
-    in.name = name;
-    return enqueue(Op{ClaimOpResult::Kind::Remove, 0, std::move(in), {}});
+    Op op;
+    op.kind = ClaimOpKind::Remove;
+    op.intent.ns = ns;
+    op.intent.name = name;
+    return enqueue(std::move(op));
 }
 
 WriterStats ClaimWriter::stats() const {
@@ -69,47 +86,86 @@ void ClaimWriter::start() { thread_ = std::thread([this] { run(); }); }
 
 void ClaimWriter::stop() {
     stop_->stop();
+    { std::lock_guard<std::mutex> lk(mu_); }  // no lost wake-up between check and wait
     cv_.notify_all();
     if (thread_.joinable())
         thread_.join();
+    else
+        failQueued();  // never started: report here
 }
 
-void ClaimWriter::run() {
-    Client client(cfg_, token_, opts_.client, stop_, log_);
-    for (;;) {
-        Op op;
-        {
-            std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return !queue_.empty() || stop_->stopped(); });
-            if (queue_.empty())
-                return;
-            op = std::move(queue_.front());
-            queue_.pop_front();
-        }
+// Whatever is still queued at stop is reported as failed.
+void ClaimWriter::failQueued() {
+    std::vector<Op> left;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        left = queue_.drain();
+    }
+    for (auto &op : left) {
         ClaimOpResult res;
         res.kind = op.kind;
         res.id = op.id;
         res.ns = op.intent.ns;
         res.name = op.intent.name;
-        if (stop_->stopped())
-            res.error = "writer stopped before the operation ran";
-        else
-            execute(client, op, res);
+        res.attempts = op.attempts;
+        res.error = "writer stopped before the operation ran";
         finish(op, res);
     }
 }
 
-void ClaimWriter::execute(Client &c, Op &op, ClaimOpResult &res) {
+// The next operation to send; waits for new work or the end of a backoff.
+std::optional<ClaimWriter::Op> ClaimWriter::next() {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!stop_->stopped()) {
+        if (auto op = queue_.take(ClaimQueue::Clock::now()))
+            return op;
+        if (auto due = queue_.nextDue())
+            cv_.wait_until(lk, *due);
+        else
+            cv_.wait(lk);
+    }
+    return std::nullopt;
+}
+
+void ClaimWriter::run() {
+    Client client(cfg_, token_, opts_.client, stop_, log_);
+    while (std::optional<Op> op = next()) {
+        ClaimOpResult res;
+        res.kind = op->kind;
+        res.id = op->id;
+        res.ns = op->intent.ns;
+        res.name = op->intent.name;
+        Retry again = execute(client, *op, res);
+        if (again && !stop_->stopped()) {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (!queue_.retry(std::move(*op), ClaimQueue::Clock::now() + *again))
+                ++stats_.replaced;  // a newer intent for the claim takes over
+            continue;
+        }
+        if (again)
+            res.error = "writer stopped; last: " + res.error;
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            queue_.settle(op->key());  // a write queued behind it becomes ready
+        }
+        finish(*op, res);
+    }
+    failQueued();
+}
+
+ClaimWriter::Retry ClaimWriter::execute(Client &c, Op &op, ClaimOpResult &res) {
+    Retry again;
     try {
-        res.ok = op.kind == ClaimOpResult::Kind::Apply ? doApply(c, op.intent, res)
-                                                       : doRemove(c, op.intent, res);
+        again = op.kind == ClaimOpKind::Apply ? doApply(c, op, res) : doRemove(c, op, res);
     } catch (const std::exception &e) {
         res.ok = false;
         res.error = std::string("unexpected answer: ") + e.what();
     }
+    res.attempts = op.attempts;
+    return again;
 }
 
-void ClaimWriter::finish(Op &op, ClaimOpResult &res) {
+void ClaimWriter::finish(const Op &op, ClaimOpResult &res) {
     res.latency = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - op.queued);
     ResultFn cb;
@@ -125,19 +181,20 @@ void ClaimWriter::finish(Op &op, ClaimOpResult &res) {
         cb = onResult_;
     }
     if (!res.ok)
-        log_.error((op.kind == ClaimOpResult::Kind::Apply ? "writing " : "deleting ") +
-                   res.ns + "/" + res.name + " failed: " + res.error);
+        log_.error((op.kind == ClaimOpKind::Apply ? "writing " : "deleting ") + res.ns + "/" +
+                   res.name + " failed: " + res.error);
     if (cb)
         cb(res);
 }
 
-// Decides whether a failed request is tried again, waiting as the answer asks.
-bool ClaimWriter::retryable(const HttpResponse &r, ClaimOpResult &res, Backoff &b,
-                            const std::string &what) {
+// Whether a failed request is tried again, and after how long. The wait
+// happens in the queue, so other claims are written meanwhile.
+ClaimWriter::Retry ClaimWriter::retryable(const HttpResponse &r, Op &op, ClaimOpResult &res,
+                                          const std::string &what) {
     res.error = what + ": " + statusOf(r);
     bool transient = r.status == 0 || r.status == 429 || r.status >= 500;
-    if (!transient || r.aborted || res.attempts >= opts_.maxAttempts)
-        return false;
+    if (!transient || r.aborted || op.attempts >= opts_.maxAttempts)
+        return std::nullopt;
     {
         std::lock_guard<std::mutex> lk(mu_);
         ++stats_.retries;
@@ -145,9 +202,10 @@ bool ClaimWriter::retryable(const HttpResponse &r, ClaimOpResult &res, Backoff &
     auto wait = r.status == 429
                     ? std::chrono::duration_cast<std::chrono::milliseconds>(
                           r.retryAfter.value_or(opts_.defaultRetryAfter))
-                    : b.next(Backoff::Clock::now());
-    log_.verbose(res.error + "; retrying in " + std::to_string(wait.count()) + " ms");
-    return !stop_->waitFor(wait);
+                    : op.backoff.next(Backoff::Clock::now());
+    log_.verbose(res.name + ": " + res.error + "; retrying in " + std::to_string(wait.count()) +
+                 " ms");
+    return wait;
 }
 
 // The claim exists: is it ours, and is it already as we want it?
@@ -178,13 +236,14 @@ bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool 
     return true;
 }
 
-bool ClaimWriter::doApply(Client &c, const ClaimIntent &in, ClaimOpResult &res) {
-    Backoff backoff(opts_.backoff);
+// One attempt; 409 conflicts are resolved at once within it.
+ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
+    const ClaimIntent &in = op.intent;
     bool exists = false;
     std::string rv;
     int conflicts = 0;
     while (!stop_->stopped()) {
-        ++res.attempts;
+        ++op.attempts;
         if (!exists) {
             HttpResponse r = c.request("POST", collection(in.ns), encodeClaimCreate(in));
             if (r.ok()) {
@@ -193,20 +252,23 @@ bool ClaimWriter::doApply(Client &c, const ClaimIntent &in, ClaimOpResult &res) 
             } else if (r.status == 409) {
                 bool done = false;
                 if (!adopt(c, in, rv, done, exists, res))
-                    return false;
-                if (done)
-                    return true;
+                    return std::nullopt;
+                if (done) {
+                    res.ok = true;
+                    return std::nullopt;
+                }
                 continue;
-            } else if (!retryable(r, res, backoff, "create")) {
-                return false;
             } else {
-                continue;
+                return retryable(r, op, res, "create");
             }
         }
         HttpResponse s = c.request("PUT", item(in.ns, in.name) + "/status",
                                    encodeClaimStatus(in, rv));
-        if (s.ok())
-            return true;
+        if (s.ok()) {
+            res.ok = true;
+            res.error.clear();
+            return std::nullopt;
+        }
         if (s.status == 409 || s.status == 404) {
             {
                 std::lock_guard<std::mutex> lk(mu_);
@@ -214,34 +276,32 @@ bool ClaimWriter::doApply(Client &c, const ClaimIntent &in, ClaimOpResult &res) 
             }
             if (++conflicts > opts_.maxConflicts) {
                 res.error = "status: gave up after " + std::to_string(conflicts) + " conflicts";
-                return false;
+                return std::nullopt;
             }
             bool done = false;
             if (!adopt(c, in, rv, done, exists, res))
-                return false;
-            if (done)
-                return true;
+                return std::nullopt;
+            if (done) {
+                res.ok = true;
+                return std::nullopt;
+            }
             continue;
         }
-        if (!retryable(s, res, backoff, "status"))
-            return false;
+        return retryable(s, op, res, "status");
     }
     res.error = "writer stopped";
-    return false;
+    return std::nullopt;
 }
 
-bool ClaimWriter::doRemove(Client &c, const ClaimIntent &in, ClaimOpResult &res) {
-    Backoff backoff(opts_.backoff);
-    while (!stop_->stopped()) {
-        ++res.attempts;
-        HttpResponse r = c.request("DELETE", item(in.ns, in.name));
-        if (r.ok() || r.status == 404)
-            return true;
-        if (!retryable(r, res, backoff, "delete"))
-            return false;
+ClaimWriter::Retry ClaimWriter::doRemove(Client &c, Op &op, ClaimOpResult &res) {
+    ++op.attempts;
+    HttpResponse r = c.request("DELETE", item(op.intent.ns, op.intent.name));
+    if (r.ok() || r.status == 404) {
+        res.ok = true;
+        res.error.clear();
+        return std::nullopt;
     }
-    res.error = "writer stopped";
-    return false;
+    return retryable(r, op, res, "delete");
 }
 
 }  // namespace k8sdra::k8s

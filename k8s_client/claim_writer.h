@@ -4,22 +4,25 @@
 // Apply = POST the claim, then PUT its status with the allocation; Remove =
 // DELETE. Idempotent: AlreadyExists is checked to be ours and equal, 409 on
 // status means GET and retry, 422 is logged with causes and dropped, 429
-// waits for Retry-After, 5xx and network errors back off.
+// waits for Retry-After, 5xx and network errors back off. The queue holds one
+// entry per claim (ClaimQueue): the latest intent for a name wins, and an
+// operation waiting out its backoff does not block the others.
 #pragma once
 
 #include "k8s_client/backoff.h"
 #include "k8s_client/claim_json.h"
+#include "k8s_client/claim_queue.h"
 #include "k8s_client/http_client.h"
 
 #include <condition_variable>
-#include <deque>
 #include <functional>
+#include <optional>
 #include <thread>
 
 namespace k8sdra::k8s {
 
 struct WriterOptions {
-    size_t capacity = 4096;        // queue bound; submissions beyond it are refused
+    size_t capacity = 4096;        // bound on distinct claims queued; beyond it new ones are refused
     int maxAttempts = 10;          // for 5xx / 429 / network failures
     int maxConflicts = 50;         // 409 retries of one operation
     std::chrono::seconds defaultRetryAfter{1};  // 429 without a Retry-After header
@@ -28,7 +31,8 @@ struct WriterOptions {
 };
 
 struct ClaimOpResult {
-    enum class Kind { Apply, Remove } kind = Kind::Apply;
+    using Kind = ClaimOpKind;
+    Kind kind = Kind::Apply;
     uint64_t id = 0;
     std::string ns, name;
     bool ok = false;
@@ -40,6 +44,7 @@ struct ClaimOpResult {
 struct WriterStats {
     size_t depth = 0;
     uint64_t submitted = 0, succeeded = 0, failed = 0, refused = 0, retries = 0, conflicts = 0;
+    uint64_t replaced = 0;         // operations superseded by a later one for the same claim
     std::string lastError;
 };
 
@@ -53,31 +58,33 @@ public:
     ClaimWriter &operator=(const ClaimWriter &) = delete;
 
     // Never block; return 0 when the queue is full (counted as refused),
-    // otherwise the operation id.
+    // otherwise the operation id. An operation replaced by a later one for
+    // the same claim before it was sent reports no result of its own: the
+    // later one's result settles the claim.
     uint64_t apply(ClaimIntent intent);
     uint64_t remove(const std::string &ns, const std::string &name);
 
     void onResult(ResultFn fn);  // set before start(); called on the writer thread
+                                 // (by stop() for a writer never started)
     void start();
     void stop();                 // prompt; queued operations are reported as failed
     WriterStats stats() const;
 
 private:
-    struct Op {
-        ClaimOpResult::Kind kind;
-        uint64_t id;
-        ClaimIntent intent;  // for Remove only ns/name are used
-        std::chrono::steady_clock::time_point queued;
-    };
+    using Op = ClaimOp;
+    // How an attempt ended: settled (ok or failed for good), or try again later.
+    using Retry = std::optional<std::chrono::milliseconds>;
     uint64_t enqueue(Op op);
     void run();
-    void execute(Client &c, Op &op, ClaimOpResult &res);
-    bool doApply(Client &c, const ClaimIntent &in, ClaimOpResult &res);
-    bool doRemove(Client &c, const ClaimIntent &in, ClaimOpResult &res);
-    bool retryable(const HttpResponse &r, ClaimOpResult &res, Backoff &b, const std::string &what);
+    std::optional<Op> next();
+    Retry execute(Client &c, Op &op, ClaimOpResult &res);
+    Retry doApply(Client &c, Op &op, ClaimOpResult &res);
+    Retry doRemove(Client &c, Op &op, ClaimOpResult &res);
+    Retry retryable(const HttpResponse &r, Op &op, ClaimOpResult &res, const std::string &what);
     bool adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done, bool &exists,
                ClaimOpResult &res);
-    void finish(Op &op, ClaimOpResult &res);
+    void finish(const Op &op, ClaimOpResult &res);
+    void failQueued();
 
     std::shared_ptr<const Config> cfg_;
     WriterOptions opts_;
@@ -86,7 +93,7 @@ private:
     std::shared_ptr<TokenSource> token_;
     mutable std::mutex mu_;
     std::condition_variable cv_;
-    std::deque<Op> queue_;
+    ClaimQueue queue_;
     uint64_t nextId_ = 1;
     WriterStats stats_;
     ResultFn onResult_;

@@ -98,8 +98,12 @@ void readCluster(Config &c, const YAML::Node &cluster, const std::string &file,
     if (c.server.empty())
         fail(file, where + ".server", "is missing",
              "set it to the API server URL, e.g. https://HOST:6443");
-    if (c.server.rfind("https://", 0) != 0 && c.server.rfind("http://", 0) != 0)
-        fail(file, where + ".server", "'" + c.server + "' is not an http(s) URL",
+    if (c.server.rfind("http://", 0) == 0)  // as APIServer=http:// in k8s_cons_tres.conf
+        fail(file, where + ".server",
+             "'" + c.server + "' must be https:// (tokens are never sent in clear)",
+             "write it as https://HOST:PORT");
+    if (c.server.rfind("https://", 0) != 0)
+        fail(file, where + ".server", "'" + c.server + "' is not an https:// URL",
              "write it as https://HOST:PORT");
     while (!c.server.empty() && c.server.back() == '/')
         c.server.pop_back();

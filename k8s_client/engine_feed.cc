@@ -72,8 +72,13 @@ EngineFeed::~EngineFeed() {
     thread_.join();
 }
 
-// In sync: every informer has listed and holds an open watch stream now.
-bool EngineFeed::healthy() { return watcher_.snapshot()->synced() && watcher_.watching(); }
+// In sync: every informer has listed and has had data within StaleAfter.
+bool EngineFeed::healthy() {
+    // Fresh only while every informer has received data (list, event or
+    // bookmark) within StaleAfter: a black-holed connection or one informer
+    // down stops mark_fresh, and the engine goes stale StaleAfter later.
+    return watcher_.snapshot()->synced() && watcher_.fresh(engine_->config()->stale_after);
+}
 
 // The admin's window on the plugin: every node's free and held devices.
 void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
@@ -126,7 +131,7 @@ void EngineFeed::rebuild(const Snapshot &snap) {
         if (!sig.count(node)) changed.push_back(node);
     published_version_ = snap.version;
     if (last_ && changed.empty()) {  // nothing Slurm sees changed
-        engine_->mark_fresh();
+        if (healthy()) engine_->mark_fresh();
         return;
     }
     InventoryOptions io;

@@ -32,15 +32,43 @@ struct Transfer {
     CURL *easy;
     Client::ChunkFn *onChunk;
     HttpResponse *resp;
+    size_t maxBody;
+    Client::OpenFn *onOpen = nullptr;
     bool consumerStopped = false;
+    bool tooLarge = false;
     std::exception_ptr error;  // thrown by the consumer; rethrown after curl returns
 };
+
+// The blank line ending a header block: the answer has started (a 1xx block
+// is followed by another).
+size_t onHeader(char *data, size_t, size_t n, void *ud) {
+    auto *tr = static_cast<Transfer *>(ud);
+    const bool blank = (n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n');
+    if (!blank || !tr->onOpen || !*tr->onOpen)
+        return n;
+    long code = 0;
+    curl_easy_getinfo(tr->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200) {
+        try {
+            (*tr->onOpen)(code);
+        } catch (...) {
+            tr->error = std::current_exception();
+            return 0;
+        }
+        tr->onOpen = nullptr;
+    }
+    return n;
+}
 
 size_t onWrite(char *data, size_t, size_t n, void *ud) {
     auto *tr = static_cast<Transfer *>(ud);
     long code = 0;
     curl_easy_getinfo(tr->easy, CURLINFO_RESPONSE_CODE, &code);
     if (!tr->onChunk || code < 200 || code >= 300) {
+        if (tr->resp->body.size() + n > tr->maxBody) {  // hostile or broken server
+            tr->tooLarge = true;
+            return 0;
+        }
         tr->resp->body.append(data, n);
         return n;
     }
@@ -94,6 +122,8 @@ void readResult(CURL *e, CURLcode rc, const Transfer &t, const char *errbuf, boo
     resp.timedOut = rc == CURLE_OPERATION_TIMEDOUT;
     resp.aborted = rc == CURLE_ABORTED_BY_CALLBACK || t.consumerStopped;
     resp.error = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    if (t.tooLarge)
+        resp.error = "answer larger than " + std::to_string(t.maxBody >> 20) + " MiB";
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE ||
         rc == CURLE_SSL_CONNECT_ERROR)
         resp.error = "TLS: " + resp.error;
@@ -194,8 +224,8 @@ HttpResponse Client::request(const std::string &method, const std::string &path,
     return perform(method, path, body.empty() && method == "GET" ? nullptr : &body, nullptr);
 }
 
-HttpResponse Client::stream(const std::string &path, ChunkFn onChunk) {
-    return perform("GET", path, nullptr, &onChunk);
+HttpResponse Client::stream(const std::string &path, ChunkFn onChunk, OpenFn onOpen) {
+    return perform("GET", path, nullptr, &onChunk, &onOpen);
 }
 
 void Client::setCommonOptions(const std::string &url, char *errbuf, bool streaming) {
@@ -217,7 +247,7 @@ void Client::setCommonOptions(const std::string &url, char *errbuf, bool streami
 }
 
 HttpResponse Client::perform(const std::string &method, const std::string &path,
-                             const std::string *body, ChunkFn *onChunk) {
+                             const std::string *body, ChunkFn *onChunk, OpenFn *onOpen) {
     HttpResponse resp;
     if (stop_ && stop_->stopped()) {
         resp.aborted = true;
@@ -239,9 +269,11 @@ HttpResponse Client::perform(const std::string &method, const std::string &path,
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
     setBody(e, method, body);
 
-    Transfer t{stop_.get(), e, onChunk, &resp, false, nullptr};
+    Transfer t{stop_.get(), e, onChunk, &resp, opts_.maxBodyBytes, onOpen, false, false, nullptr};
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, onWrite);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, onHeader);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, onProgress);

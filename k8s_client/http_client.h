@@ -36,6 +36,7 @@ struct ClientOptions {
     std::chrono::milliseconds connectTimeout{5000};
     std::chrono::milliseconds requestTimeout{30000};  // whole request, non-watch
     std::chrono::seconds streamIdleTimeout{90};       // watch: no byte for this long
+    size_t maxBodyBytes = size_t(1) << 30;            // a larger answer is an error
     std::string userAgent = "k8s-cons-tres/0.1";
 };
 
@@ -63,8 +64,10 @@ public:
     HttpResponse request(const std::string &method, const std::string &path,
                          const std::string &body = {});
     HttpResponse get(const std::string &path) { return request("GET", path); }
+    // Called once when the status line and headers of an answer have arrived.
+    using OpenFn = std::function<void(long status)>;
     // Long-lived GET (watch): the body goes to onChunk while the status is 2xx.
-    HttpResponse stream(const std::string &path, ChunkFn onChunk);
+    HttpResponse stream(const std::string &path, ChunkFn onChunk, OpenFn onOpen = {});
 
     // A one-line, token-free description of a failure, with the likely fix.
     std::string describe(const HttpResponse &r, const std::string &what) const;
@@ -72,7 +75,7 @@ public:
 
 private:
     HttpResponse perform(const std::string &method, const std::string &path,
-                         const std::string *body, ChunkFn *onChunk);
+                         const std::string *body, ChunkFn *onChunk, OpenFn *onOpen = nullptr);
     void setupTls();
     void setCommonOptions(const std::string &url, char *errbuf, bool streaming);
 

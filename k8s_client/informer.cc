@@ -43,6 +43,10 @@ void Informer::fail(const std::string &msg, bool loud) {
         log_.verbose(msg);
 }
 
+void Informer::dataArrived() {
+    lastData_ = std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
 std::string Informer::query(const std::string &extra) const {
     std::string q = opts_.path + "?" + extra;
     if (!opts_.fieldSelector.empty())
@@ -127,6 +131,7 @@ bool Informer::list(Client &c, std::string &rv) {
         return false;
     ++stats_.lists;
     handler_.endList();
+    dataArrived();
     rv = listRv;
     log_.verbose("listed at resourceVersion " + rv);
     return true;
@@ -184,6 +189,7 @@ bool Informer::handleEvent(std::string &text, std::string &rv, bool &expired, bo
         ++stats_.bookmarks;
     else
         ++stats_.events;
+    dataArrived();
     if (!o.error.empty())
         log_.error(o.error);
     changed = changed || o.changed;
@@ -201,12 +207,11 @@ Informer::WatchEnd Informer::watch(Client &c, std::string &rv) {
     JsonStreamSplitter splitter;
     bool expired = false;
     std::string text;
-    watching_ = true;
     struct Clear {
         std::atomic<bool> &flag;
         ~Clear() { flag = false; }
     } clear{watching_};
-    HttpResponse r = c.stream(path, [&](const char *data, size_t len) {
+    auto onChunk = [&](const char *data, size_t len) {
         splitter.feed(data, len);
         bool changed = false, more = true;
         while (more && splitter.next(text))
@@ -214,6 +219,10 @@ Informer::WatchEnd Informer::watch(Client &c, std::string &rv) {
         if (changed)
             handler_.commit();
         return more;
+    };
+    // Open once the server has answered: a black-holed request never is.
+    HttpResponse r = c.stream(path, onChunk, [this](long status) {
+        watching_ = status >= 200 && status < 300;
     });
     if (expired || r.status == 410)
         return WatchEnd::Expired;
@@ -226,7 +235,12 @@ Informer::WatchEnd Informer::watch(Client &c, std::string &rv) {
         fail(msg, r.status == 401 || r.status == 403);
         return WatchEnd::Failed;
     }
-    if (!r.error.empty() && !r.timedOut) {
+    if (r.timedOut) {  // no byte for streamIdleTimeout: a dead or black-holed peer
+        fail("watch silent for " + std::to_string(copts_.streamIdleTimeout.count()) +
+                 " s; reconnecting from " + rv, false);
+        return WatchEnd::Closed;
+    }
+    if (!r.error.empty()) {
         if (r.aborted)  // ended by an ERROR event other than 410
             return WatchEnd::Failed;
         fail("watch stream dropped: " + r.error + "; resuming from " + rv, false);

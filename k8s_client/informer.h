@@ -12,6 +12,7 @@
 #include "k8s_client/json.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -71,8 +72,14 @@ public:
     void join();  // after the shared Stopper was stopped
     const InformerStats &stats() const { return stats_; }
     const std::string &name() const { return opts_.name; }
-    // True while a watch request is open: the view is being kept current.
+    // True from the watch's HTTP 200 until it ends (not merely requested).
     bool watching() const { return watching_.load(); }
+    // When data last arrived: a completed list, a watch event or a bookmark.
+    // An open but silent connection does not count. Epoch (0) = never.
+    std::chrono::steady_clock::time_point lastData() const {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(lastData_.load()));
+    }
     std::string lastError() const;
 
 private:
@@ -83,6 +90,7 @@ private:
     bool handleEvent(std::string &text, std::string &rv, bool &expired, bool &changed);
     std::string query(const std::string &extra) const;
     void fail(const std::string &msg, bool loud);
+    void dataArrived();
 
     std::shared_ptr<const Config> cfg_;
     std::shared_ptr<TokenSource> token_;
@@ -95,6 +103,7 @@ private:
     mutable std::mutex errMu_;
     std::string lastError_;
     std::atomic<bool> watching_{false};
+    std::atomic<std::chrono::steady_clock::rep> lastData_{0};
     std::thread thread_;
 };
 

@@ -3,6 +3,8 @@
 
 #include "k8s_client/inventory_handlers.h"
 
+#include <algorithm>
+
 namespace k8sdra::k8s {
 
 namespace {
@@ -42,6 +44,18 @@ bool InventoryWatcher::watching() const {
         if (!i->watching())
             return false;
     return true;
+}
+
+std::chrono::steady_clock::duration InventoryWatcher::dataAge(
+    std::chrono::steady_clock::time_point now) const {
+    auto oldest = std::chrono::steady_clock::duration::zero();
+    for (const auto &i : informers_) {
+        const auto at = i->lastData();
+        if (at.time_since_epoch().count() == 0)
+            return std::chrono::steady_clock::duration::max();
+        oldest = std::max(oldest, now - at);
+    }
+    return oldest;
 }
 
 void InventoryWatcher::start() {

@@ -33,8 +33,18 @@ public:
     void stop();  // returns promptly: transfers are aborted, waits interrupted
     std::shared_ptr<const Snapshot> snapshot() const { return store_.current(); }
     SnapshotStore &store() { return store_; }
-    // Every informer has a watch open (the snapshot is current).
+    // Every informer has a watch open (answered with HTTP 200).
     bool watching() const;
+    // The age of the stalest informer's data (lists, events, bookmarks);
+    // duration::max() while one has never had any.
+    std::chrono::steady_clock::duration dataAge(
+        std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const;
+    // Every informer has received data within bound. The API server sends a
+    // bookmark on an idle watch about once a minute, so bound must exceed that.
+    bool fresh(std::chrono::steady_clock::duration bound,
+               std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const {
+        return dataAge(now) <= bound;
+    }
     // Informers in order: one per driver, then claims.
     const std::vector<std::unique_ptr<Informer>> &informers() const { return informers_; }
 

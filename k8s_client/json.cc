@@ -46,23 +46,81 @@ bool getBool(const rapidjson::Value &obj, const char *key, bool fallback) {
     return v->GetBool();
 }
 
-static void checkParse(const rapidjson::Document &doc) {
-    if (doc.HasParseError())
-        throw Error(std::string("invalid JSON at offset ") +
-                    std::to_string(doc.GetErrorOffset()) + ": " +
-                    rapidjson::GetParseError_En(doc.GetParseError()));
+namespace {
+
+using rapidjson::SizeType;
+
+// Forwards SAX events to a Document, refusing nesting beyond kMaxDepth.
+class DepthLimit {
+public:
+    explicit DepthLimit(rapidjson::Document &d) : d_(d) {}
+    bool Null() { return d_.Null(); }
+    bool Bool(bool b) { return d_.Bool(b); }
+    bool Int(int i) { return d_.Int(i); }
+    bool Uint(unsigned u) { return d_.Uint(u); }
+    bool Int64(int64_t i) { return d_.Int64(i); }
+    bool Uint64(uint64_t u) { return d_.Uint64(u); }
+    bool Double(double v) { return d_.Double(v); }
+    bool RawNumber(const char *s, SizeType n, bool copy) { return d_.RawNumber(s, n, copy); }
+    bool String(const char *s, SizeType n, bool copy) { return d_.String(s, n, copy); }
+    bool Key(const char *s, SizeType n, bool copy) { return d_.Key(s, n, copy); }
+    bool StartObject() { return enter() && d_.StartObject(); }
+    bool EndObject(SizeType n) { --depth_; return d_.EndObject(n); }
+    bool StartArray() { return enter() && d_.StartArray(); }
+    bool EndArray(SizeType n) { --depth_; return d_.EndArray(n); }
+    bool tooDeep() const { return tooDeep_; }
+
+private:
+    bool enter() {
+        tooDeep_ = ++depth_ > kMaxDepth;
+        return !tooDeep_;
+    }
+    rapidjson::Document &d_;
+    int depth_ = 0;
+    bool tooDeep_ = false;
+};
+
+// Document::Populate generator running the iterative reader through DepthLimit.
+template <unsigned Flags, class Stream>
+struct Generate {
+    Stream &in;
+    rapidjson::ParseResult result{};
+    bool tooDeep = false;
+    bool operator()(rapidjson::Document &d) {
+        DepthLimit h(d);
+        rapidjson::Reader reader;
+        result = reader.Parse<Flags | rapidjson::kParseIterativeFlag>(in, h);
+        tooDeep = h.tooDeep();
+        return !result.IsError();
+    }
+};
+
+template <unsigned Flags, class Stream>
+void run(rapidjson::Document &doc, Stream &in) {
+    Generate<Flags, Stream> g{in};
+    doc.SetNull();
+    doc.Populate(g);
+    if (g.tooDeep)
+        throw Error("invalid JSON at offset " + std::to_string(g.result.Offset()) +
+                    ": nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (g.result.IsError())
+        throw Error(std::string("invalid JSON at offset ") + std::to_string(g.result.Offset()) +
+                    ": " + rapidjson::GetParseError_En(g.result.Code()));
 }
 
+}  // namespace
+
 void parse(rapidjson::Document &doc, const std::string &text) {
-    doc.Parse(text.data(), text.size());
-    checkParse(doc);
+    rapidjson::MemoryStream ms(text.data(), text.size());
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(ms);
+    run<rapidjson::kParseDefaultFlags>(doc, in);
 }
 
 void parseInsitu(rapidjson::Document &doc, std::string &buffer) {
     if (buffer.capacity() < buffer.size() + kInsituSlack)
         buffer.reserve(buffer.size() + kInsituSlack);
-    doc.ParseInsitu(buffer.data());
-    checkParse(doc);
+    rapidjson::InsituStringStream in(buffer.data());
+    run<rapidjson::kParseInsituFlag>(doc, in);
 }
 
 }  // namespace k8sdra::json

@@ -54,7 +54,13 @@ int64_t getInt(const rapidjson::Value &obj, const char *key,
 bool getBool(const rapidjson::Value &obj, const char *key,
              bool fallback = false);
 
-// Parses text into doc (copying), throwing json::Error with the offset on failure.
+// Nesting deeper than this is refused. Kubernetes objects nest about 15
+// levels; the bound keeps hostile input to bounded memory and time.
+inline constexpr int kMaxDepth = 256;
+
+// Parses text into doc (copying), throwing json::Error with the offset on
+// failure. Both parsers are RapidJSON's iterative one (no recursion on the C
+// stack) and refuse nesting deeper than kMaxDepth.
 void parse(rapidjson::Document &doc, const std::string &text);
 // RapidJSON's SSE2 scanning reads whole aligned 16-byte blocks, up to 15
 // bytes past the last one it needs: in-situ buffers get this much slack.

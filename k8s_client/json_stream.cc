@@ -22,6 +22,9 @@ bool JsonStreamSplitter::next(std::string &out) {
         } else if (c == '{' || c == '[') {
             if (depth_++ == 0)
                 objStart_ = scan_;
+            else if (depth_ > json::kMaxDepth)  // refused early: the parser would anyway
+                throw json::Error("watch stream: object nested deeper than " +
+                                  std::to_string(json::kMaxDepth) + " levels");
         } else if (c == '}' || c == ']') {
             if (depth_ == 0)
                 throw json::Error("watch stream: unbalanced '" + std::string(1, c) + "'");
@@ -47,7 +50,8 @@ bool JsonStreamSplitter::next(std::string &out) {
         }
     }
     if (buffered() > kMaxObject)
-        throw json::Error("watch stream: object larger than 256 MiB");
+        throw json::Error("watch stream: object larger than " +
+                          std::to_string(kMaxObject >> 20) + " MiB");
     return false;
 }
 

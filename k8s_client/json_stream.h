@@ -17,7 +17,8 @@ public:
     bool next(std::string &out);
     size_t buffered() const { return buf_.size() - start_; }
     // Bytes of the current incomplete object larger than this is an error.
-    static constexpr size_t kMaxObject = 256u << 20;
+    // The API server refuses requests over 3 MiB, so no real event is near it.
+    static constexpr size_t kMaxObject = 32u << 20;
 
 private:
     std::string buf_;

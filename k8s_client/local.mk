@@ -6,6 +6,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/api_status.cc k8s_client/api_status.h \
 	k8s_client/backoff.cc k8s_client/backoff.h \
 	k8s_client/claim_json.cc k8s_client/claim_json.h \
+	k8s_client/claim_queue.cc k8s_client/claim_queue.h \
 	k8s_client/claim_writer.cc k8s_client/claim_writer.h \
 	k8s_client/compact_slice.cc k8s_client/compact_slice.h \
 	k8s_client/config.cc k8s_client/config.h \
@@ -39,6 +40,9 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_config_tests.cc \
 	testsuite/unit/client_cow_map_tests.cc \
 	testsuite/unit/client_json_stream_tests.cc \
+	testsuite/unit/client_json_limits_tests.cc \
+	testsuite/unit/client_claim_queue_tests.cc \
+	testsuite/unit/client_freshness_tests.cc \
 	testsuite/unit/client_slice_json_tests.cc \
 	testsuite/unit/client_driver_variants_tests.cc \
 	testsuite/unit/client_job_claims_tests.cc

@@ -126,6 +126,11 @@ TEST_CASE("broken kubeconfigs name the file, key and fix", "[config]") {
         auto p = d.file("kc", kubeconfig("    server: h:1\n", "    token: t\n"));
         requireErrorMentions(p, {"clusters[name=c1].cluster.server", "https://"});
     }
+    SECTION("plain http server is refused as APIServer=http:// is") {
+        auto p = d.file("kc", kubeconfig("    server: http://10.0.0.1:6443\n", "    token: t\n"));
+        requireErrorMentions(p, {p, "clusters[name=c1].cluster.server", "http://10.0.0.1:6443",
+                                 "must be https://", "never sent in clear"});
+    }
     SECTION("bad base64") {
         auto p = d.file("kc", kubeconfig("    server: https://h:1\n"
                                          "    certificate-authority-data: '!!!'\n",

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The claim writer's queue. One entry per claim (namespace/name) holding the
+// latest wanted operation: a later apply or remove of the same claim replaces
+// one not yet sent, so an outage never piles up duplicates and the bound is
+// on distinct claims. An entry whose attempt failed waits out its backoff
+// aside, so a backlog of failures never holds up new work. Not thread-safe:
+// the writer guards it with its mutex. Time is passed in, for exact tests.
+#pragma once
+
+#include "k8s_client/backoff.h"
+#include "k8s_client/claim_json.h"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace k8sdra::k8s {
+
+enum class ClaimOpKind { Apply, Remove };
+
+struct ClaimOp {
+    ClaimOpKind kind = ClaimOpKind::Apply;
+    uint64_t id = 0;
+    ClaimIntent intent;  // for Remove only ns/name are used
+    std::chrono::steady_clock::time_point queued;
+    int attempts = 0;    // requests made for it so far
+    Backoff backoff;     // its own: one claim's failures do not slow another's
+    std::string key() const { return intent.ns + "/" + intent.name; }
+};
+
+class ClaimQueue {
+public:
+    using Clock = std::chrono::steady_clock;
+    enum class Push { Queued, Replaced, Full };
+
+    explicit ClaimQueue(size_t capacity) : capacity_(capacity) {}
+
+    // Queues op (behind the claim's request in flight, if any), or replaces
+    // the unsent operation of the same claim: Replaced, and that one is
+    // dropped (it reports no result). Full only for a new claim.
+    Push push(ClaimOp op);
+    // The next operation to send at now: new work first, but after
+    // kFreshBurst new ones in a row a retry whose backoff has ended gets a
+    // turn, so neither starves. The entry stays, in flight, until settle or retry.
+    std::optional<ClaimOp> take(Clock::time_point now);
+    // When the earliest entry in backoff becomes due, if any.
+    std::optional<Clock::time_point> nextDue() const;
+    // The in-flight operation of key is done (sent, or failed for good). A
+    // replacement queued meanwhile becomes ready.
+    void settle(const std::string &key);
+    // The in-flight op failed and is tried again at `when`, unless it was
+    // replaced meanwhile (then false: the replacement wins).
+    bool retry(ClaimOp op, Clock::time_point when);
+    // Everything not in flight, removed (on stop).
+    std::vector<ClaimOp> drain();
+
+    size_t size() const { return entries_.size(); }  // distinct claims
+    size_t capacity() const { return capacity_; }
+    static constexpr int kFreshBurst = 8;
+
+private:
+    enum class Where { Fresh, Due, Waiting, InFlight };
+    struct Entry {
+        ClaimOp op;
+        std::optional<ClaimOp> next;  // arrived while op was in flight
+        Where where = Where::Fresh;
+        std::multimap<Clock::time_point, std::string>::iterator wait;
+    };
+    void ready(const std::string &key, Entry &e);
+    std::optional<std::string> popLive(std::deque<std::string> &q, Where w);
+
+    size_t capacity_;
+    std::unordered_map<std::string, Entry> entries_;
+    std::deque<std::string> fresh_;  // keys never tried (or replaced), FIFO
+    std::deque<std::string> due_;    // keys whose backoff has ended, FIFO
+    std::multimap<Clock::time_point, std::string> waiting_;  // in backoff
+    int freshStreak_ = 0;
+};
+
+}  // namespace k8sdra::k8s

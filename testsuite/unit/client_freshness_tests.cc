@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Freshness comes from data: a watch counts as open once the server has
+// answered, and the view is fresh only while every informer receives data.
+// A tiny plain-HTTP server stands in for the API server.
+#include "k8s_client/inventory_watcher.h"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+using namespace k8sdra::k8s;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Lists answer at once; watches as `watch` says. Connections stay open.
+class FakeServer {
+public:
+    enum class Watch { Bookmark, Unanswered };
+    enum class List { Answer, Unanswered };
+
+    // Requests whose path contains holdPath (when set) are never answered.
+    FakeServer(List list, Watch watch, std::string holdPath = "")
+        : list_(list), watch_(watch), hold_(std::move(holdPath)) {
+        fd_ = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        REQUIRE(bind(fd_, reinterpret_cast<sockaddr *>(&a), len) == 0);
+        REQUIRE(listen(fd_, 16) == 0);
+        REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &len) == 0);
+        port_ = ntohs(a.sin_port);
+        accept_ = std::thread([this] { acceptLoop(); });
+    }
+    ~FakeServer() {
+        stop_ = true;
+        accept_.join();
+        for (auto &t : conns_)
+            t.join();
+        close(fd_);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+private:
+    bool readable(int fd) {
+        pollfd p{fd, POLLIN, 0};
+        return poll(&p, 1, 50) > 0;
+    }
+    void acceptLoop() {
+        while (!stop_)
+            if (readable(fd_))
+                if (int c = accept(fd_, nullptr, nullptr); c >= 0)
+                    conns_.emplace_back([this, c] { serve(c); });
+    }
+    void send(int c, const std::string &s) { (void)!write(c, s.data(), s.size()); }
+    void serve(int c) {
+        std::string in;
+        char buf[4096];
+        bool hold = false;
+        while (!stop_) {
+            if (!readable(c))
+                continue;
+            ssize_t n = read(c, buf, sizeof buf);
+            if (n <= 0)
+                break;
+            in.append(buf, size_t(n));
+            size_t end;
+            while (!hold && (end = in.find("\r\n\r\n")) != std::string::npos) {
+                const std::string line = in.substr(0, in.find("\r\n"));
+                const bool watch = line.find("watch=1") != std::string::npos;
+                in.erase(0, end + 4);
+                if ((!hold_.empty() && line.find(hold_) != std::string::npos) ||
+                    (watch ? watch_ == Watch::Unanswered : list_ == List::Unanswered)) {
+                    hold = true;  // black hole: accepted, never answered
+                } else if (!watch) {
+                    std::string body = R"({"metadata":{"resourceVersion":"5"},"items":[]})";
+                    send(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body);
+                } else {
+                    send(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n");
+                    if (watch_ == Watch::Bookmark) {
+                        std::string ev = R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6"}}})"
+                                         "\n";
+                        char len[16];
+                        std::snprintf(len, sizeof len, "%zx\r\n", ev.size());
+                        send(c, len + ev + "\r\n");
+                    }
+                    hold = true;  // then silence
+                }
+            }
+        }
+        close(c);
+    }
+
+    List list_;
+    Watch watch_;
+    std::string hold_;
+    int fd_ = -1;
+    int port_ = 0;
+    std::atomic<bool> stop_{false};
+    std::thread accept_;
+    std::vector<std::thread> conns_;
+};
+
+WatcherOptions options() {
+    WatcherOptions o;
+    o.drivers = {"dra.cpu"};
+    o.client.connectTimeout = 500ms;
+    o.client.requestTimeout = 500ms;
+    o.client.streamIdleTimeout = 30s;  // longer than the test: silence alone decides
+    o.backoff.initial = 100ms;
+    o.backoff.cap = 200ms;
+    return o;
+}
+
+std::shared_ptr<Config> config(const FakeServer &s) {
+    auto c = std::make_shared<Config>();
+    c->server = s.url();
+    return c;
+}
+
+template <class Pred>
+bool eventually(Pred p, std::chrono::milliseconds limit = 5000ms) {
+    for (auto end = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < end;
+         std::this_thread::sleep_for(20ms))
+        if (p())
+            return true;
+    return p();
+}
+
+}  // namespace
+
+TEST_CASE("a black-holed API server never makes the view fresh", "[freshness]") {
+    FakeServer s(FakeServer::List::Unanswered, FakeServer::Watch::Unanswered);
+    InventoryWatcher w(config(s), options(), Logger());
+    w.start();
+    std::this_thread::sleep_for(1200ms);  // past the request timeout: lists failed
+    CHECK_FALSE(w.watching());
+    CHECK(w.dataAge() == std::chrono::steady_clock::duration::max());
+    CHECK_FALSE(w.fresh(1h));
+    CHECK(w.informers()[0]->stats().failures > 0);
+    w.stop();
+}
+
+TEST_CASE("a watch counts as open only once the server answers it", "[freshness]") {
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Unanswered);
+    InventoryWatcher w(config(s), options(), Logger());
+    w.start();
+    REQUIRE(eventually([&] { return w.snapshot()->synced(); }));
+    std::this_thread::sleep_for(300ms);  // the watch requests are sent, never answered
+    CHECK_FALSE(w.watching());
+    CHECK(w.fresh(10s));  // the list just now is data
+    CHECK_FALSE(w.fresh(100ms, std::chrono::steady_clock::now() + 1s));
+    w.stop();
+}
+
+TEST_CASE("an open but silent watch goes stale; bookmarks keep it fresh", "[freshness]") {
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark);
+    InventoryWatcher w(config(s), options(), Logger());
+    w.start();
+    REQUIRE(eventually([&] { return w.watching(); }));
+    REQUIRE(eventually([&] { return w.informers()[1]->stats().bookmarks > 0; }));
+    for (const auto &i : w.informers())
+        CHECK(i->stats().bookmarks == 1);
+    CHECK(w.fresh(1s));
+    std::this_thread::sleep_for(700ms);  // nothing more arrives on the open watches
+    CHECK(w.watching());
+    CHECK_FALSE(w.fresh(500ms));
+    CHECK(w.fresh(5s));
+    w.stop();
+}
+
+TEST_CASE("one informer without data makes the view stale", "[freshness]") {
+    // Slices are listed and bookmarked; the claims informer gets no answer.
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark, "resourceclaims");
+    InventoryWatcher w(config(s), options(), Logger());
+    w.start();
+    REQUIRE(eventually([&] { return w.informers()[0]->stats().bookmarks > 0; }));
+    CHECK(w.informers()[0]->watching());
+    CHECK_FALSE(w.informers()[1]->watching());
+    CHECK(w.informers()[0]->lastData().time_since_epoch().count() != 0);
+    CHECK(w.informers()[1]->lastData().time_since_epoch().count() == 0);
+    CHECK_FALSE(w.watching());
+    CHECK_FALSE(w.fresh(1h));
+    w.stop();
+}
