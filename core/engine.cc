@@ -10,18 +10,59 @@ Engine::Engine(std::optional<PluginConfig> config, NowFn now)
 
 namespace {
 
-// What Slurm's exclusions depend on: which nodes are usable with which
-// topology, and what pods (not Slurm's own jobs) hold. Our own claims change
-// the inventory with every job but must not make slurmctld rebuild its view.
+// Ended jobs whose allocations are remembered while their claims go.
+constexpr size_t kEndedJobs = 4096;
+
 // Slurm core indices of several CPUs, each core once, ascending.
 void sort_unique(std::vector<uint32_t> &v) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-uint64_t view_digest(const Inventory &inv) {
+bool contains(const std::vector<uint32_t> &sorted, uint32_t v) {
+    return std::binary_search(sorted.begin(), sorted.end(), v);
+}
+
+}  // namespace
+
+// A job's claim is Slurm's own only as far as slurmctld allocated those
+// devices to that job on that node; anything beyond stays out.
+bool Engine::covered(const Holding &h, const NodeEntry &entry) const {
+    if (h.who.kind != Holder::Kind::Job) return false;
+    const std::vector<JobNodeAlloc> *alloc = nullptr;
+    if (auto it = jobs_.find(h.who.job); it != jobs_.end()) alloc = &it->second;
+    else if (auto e = ended_.find(h.who.job); e != ended_.end()) alloc = &e->second;
+    if (!alloc) return false;
+    auto n = std::find_if(alloc->begin(), alloc->end(),
+                          [&](const JobNodeAlloc &a) { return a.node == entry.name; });
+    if (n == alloc->end()) return false;
+    const CpuTopology &cpu = *entry.topology.cpu;
+    bool ok = true;
+    for_each_bit(h.cpus.data(), h.cpus.size(), [&](size_t i) {
+        ok = ok && i < cpu.cpus.size() && contains(n->cores, slurm_core_of(cpu, static_cast<uint32_t>(i)));
+    });
+    for (uint32_t g = 0; g < 64 && ok; ++g)
+        if ((h.gpus >> g) & 1U) ok = contains(n->gres, g);
+    return ok;
+}
+
+void Engine::held_for_slurm(const NodeEntry &entry, Words *cpus, uint64_t *gpus) const {
+    cpus->assign(entry.topology.cpu->words, 0);
+    *gpus = 0;
+    for (const Holding &h : entry.ledger.holdings()) {
+        if (covered(h, entry)) continue;
+        for (size_t i = 0; i < cpus->size() && i < h.cpus.size(); ++i) (*cpus)[i] |= h.cpus[i];
+        *gpus |= h.gpus;
+    }
+}
+
+// What Slurm's exclusions depend on: which nodes are usable with which
+// topology, and what Slurm must keep out of them. Our own claims change the
+// inventory with every job but must not make slurmctld rebuild its view.
+uint64_t Engine::view_digest(const Inventory &inv) const {
     uint64_t h = 0xcbf29ce484222325ULL;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+    std::lock_guard lock(jobs_mu_);
     for (const NodeEntry &n : inv.nodes()) {
         mix(std::hash<std::string>{}(n.name));
         mix(std::hash<std::string>{}(n.invalid));
@@ -32,23 +73,23 @@ uint64_t view_digest(const Inventory &inv) {
         mix(t.cores.size());
         mix(t.sockets.size());
         mix(t.numas.size());
-        const Words held = n.ledger.held_cpus(Holder::Kind::Claim);
+        Words held;
+        uint64_t gpus = 0;
+        held_for_slurm(n, &held, &gpus);
         for (size_t i = 0; i < held.size(); ++i)
             if (held[i]) mix(i ^ (held[i] * 31));
-        mix(n.ledger.held_gpus(Holder::Kind::Claim));
+        mix(gpus);
     }
     return h;
 }
 
-}  // namespace
-
-void Engine::publish(std::shared_ptr<const Inventory> inventory) {
+void Engine::publish(std::shared_ptr<const Inventory> inventory, bool in_sync) {
     const uint64_t digest = inventory ? view_digest(*inventory) : 0;
     {
         std::lock_guard lock(mu_);
         inventory_ = std::move(inventory);
     }
-    synced_at_.store(now_().time_since_epoch().count());
+    if (in_sync) synced_at_.store(now_().time_since_epoch().count());
     const bool first = published_.fetch_add(1) == 0;
     const bool changed = digest_.exchange(digest) != digest;
     if (first || changed) view_changes_.fetch_add(1);
@@ -111,12 +152,16 @@ SlurmExclusion Engine::exclusion(const std::string &slurm_node, const SlurmNodeD
         }
     }
     const CpuTopology &cpu = *entry->topology.cpu;
-    const Words held = entry->ledger.held_cpus(Holder::Kind::Claim);
+    Words held;
+    uint64_t gpus = 0;
+    {
+        std::lock_guard lock(jobs_mu_);
+        held_for_slurm(*entry, &held, &gpus);
+    }
     for_each_bit(held.data(), held.size(), [&](size_t i) {
         view.cores.push_back(slurm_core_of(cpu, static_cast<uint32_t>(i)));
     });
     sort_unique(view.cores);
-    const uint64_t gpus = entry->ledger.held_gpus(Holder::Kind::Claim);
     for (uint32_t g = 0; g < 64; ++g)
         if (gpus & (uint64_t{1} << g)) view.gres.push_back(g);
     view.state = ViewState::Ready;
@@ -138,7 +183,19 @@ NodeChoice Engine::choose(const std::string &slurm_node, const Request &req,
     }
     const CpuTopology &cpu = *entry->topology.cpu;
     NodeView view = entry->view();
-    Words free(view.free_cpus, view.free_cpus + cpu.words);
+    // Free for this job: what pods do not hold, less what Slurm's jobs use
+    // now. Claims of jobs that just ended do not count: Slurm freed their
+    // devices already, the claims only lag behind.
+    Words free;
+    uint64_t held_gpus = 0;
+    {
+        std::lock_guard lock(jobs_mu_);
+        held_for_slurm(*entry, &free, &held_gpus);
+    }
+    for (size_t i = 0; i < free.size(); ++i) free[i] = ~free[i];
+    for (size_t i = cpu.cpus.size(); i < free.size() * 64; ++i) bit_clear(free, i);
+    const uint64_t all_gpus = view.ngpus >= 64 ? ~uint64_t{0} : (uint64_t{1} << view.ngpus) - 1;
+    view.free_gpus = all_gpus & ~held_gpus;
     for (uint32_t core : busy_cores) {
         if (core >= cpu.cores.size()) continue;
         const CoreInfo &ci = cpu.cores[core];
@@ -174,24 +231,71 @@ JobAlloc Engine::kubernetes_names(JobAlloc job) const {
     return job;
 }
 
+namespace {
+std::vector<JobNodeAlloc> sorted_nodes(std::vector<JobNodeAlloc> nodes) {
+    for (auto &n : nodes) {
+        sort_unique(n.cores);
+        sort_unique(n.gres);
+    }
+    return nodes;
+}
+
+bool holds_for(const Inventory *inv, const JobAlloc &job) {
+    if (!inv) return false;
+    for (const auto &n : job.nodes)
+        if (const NodeEntry *e = inv->node(n.node))
+            for (const Holding &h : e->ledger.holdings())
+                if (h.who == Holder::of_job(job.job_id)) return true;
+    return false;
+}
+}  // namespace
+
+void Engine::remember_ended(uint32_t job_id) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return;
+    ended_[job_id] = std::move(it->second);
+    jobs_.erase(it);
+    ended_order_.push_back(job_id);
+    while (ended_order_.size() > kEndedJobs) {
+        ended_.erase(ended_order_.front());
+        ended_order_.pop_front();
+    }
+}
+
 void Engine::job_started(JobAlloc job) {
     if (!config_) return;
-    auto s = sink();
-    if (!s) return;
-    s->job_started(kubernetes_names(std::move(job)), current());
+    job = kubernetes_names(std::move(job));
+    const auto inv = current();
+    {
+        std::lock_guard lock(jobs_mu_);
+        ended_.erase(job.job_id);
+        jobs_[job.job_id] = sorted_nodes(job.nodes);
+    }
+    // Only after a restart can a claim of this job be there already, kept
+    // out until now: slurmctld's view must be rebuilt then.
+    if (holds_for(inv.get(), job)) view_changes_.fetch_add(1);
+    if (auto s = sink()) s->job_started(job, inv);
 }
 
 void Engine::job_ended(uint32_t job_id) {
     if (!config_) return;
+    {
+        std::lock_guard lock(jobs_mu_);
+        remember_ended(job_id);
+    }
     if (auto s = sink()) s->job_ended(job_id);
 }
 
 void Engine::jobs_known(std::vector<JobAlloc> running) {
     if (!config_) return;
-    auto s = sink();
-    if (!s) return;
     for (auto &job : running) job = kubernetes_names(std::move(job));
-    s->jobs_known(running, current());
+    {
+        std::lock_guard lock(jobs_mu_);
+        jobs_.clear();
+        for (const auto &job : running) jobs_[job.job_id] = sorted_nodes(job.nodes);
+    }
+    view_changes_.fetch_add(1);  // our claims of these jobs are Slurm's now
+    if (auto s = sink()) s->jobs_known(running, current());
 }
 
 }  // namespace k8sdra

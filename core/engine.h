@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,8 +80,9 @@ public:
     bool integration_on() const { return config_.has_value(); }
     const PluginConfig *config() const { return config_ ? &*config_ : nullptr; }
 
-    // Client thread: a new complete view, in sync as of now.
-    void publish(std::shared_ptr<const Inventory> inventory);
+    // Client thread: a new complete view, in sync as of now unless
+    // `in_sync` says otherwise (then freshness stays as it was).
+    void publish(std::shared_ptr<const Inventory> inventory, bool in_sync = true);
     // Client thread: nothing changed, but the view is still in sync (a watch
     // event or bookmark arrived).
     void mark_fresh();
@@ -105,6 +108,14 @@ private:
     std::shared_ptr<ClaimSink> sink() const;
     JobAlloc kubernetes_names(JobAlloc job) const;
 
+    // What Slurm must keep out of a node: devices held by pods' claims, and
+    // devices our own claims hold beyond what slurmctld allocated to their
+    // job there (jobs_mu_ held).
+    void held_for_slurm(const NodeEntry &entry, Words *cpus, uint64_t *gpus) const;
+    bool covered(const Holding &h, const NodeEntry &entry) const;
+    uint64_t view_digest(const Inventory &inv) const;
+    void remember_ended(uint32_t job_id);
+
     bool fresh(Clock::time_point now) const;
     std::string staleness_reason(Clock::time_point now) const;
 
@@ -117,6 +128,14 @@ private:
     std::atomic<uint64_t> view_changes_{0};  // publications that changed what Slurm keeps out
     std::atomic<uint64_t> digest_{0};
     std::atomic<int64_t> synced_at_{0};  // Clock ticks of the last sync
+
+    // Slurm's own allocations per job (Kubernetes node names), as slurmctld
+    // told them, and those of recently ended jobs whose claims are still
+    // being deleted. A claim counts as a job's only within these.
+    mutable std::mutex jobs_mu_;
+    std::map<uint32_t, std::vector<JobNodeAlloc>> jobs_;
+    std::map<uint32_t, std::vector<JobNodeAlloc>> ended_;
+    std::deque<uint32_t> ended_order_;
 };
 
 // The engine of the started core (lifecycle.cc), or null when stopped.

@@ -113,6 +113,8 @@ Inventory Inventory::build(const std::vector<ResourceSlice> &slices,
                                               : "incomplete " + ns.incomplete.front();
         for (const std::string &inc : ns.incomplete)
             e.warnings.push_back("incomplete " + inc);
+        if (e.topology.cpu)
+            hold_unavailable(e);
     }
     for (const ClaimHolding &c : claims)
         if (c.allocated)
@@ -212,9 +214,31 @@ bool take_from_group(const CpuTopology &t, const Words &group, const Words &free
 
 }  // namespace
 
+// Devices the driver marks unusable for new work (taints, a GPU published
+// only as partitions) are held by the driver itself: no Slurm job gets them.
+void Inventory::hold_unavailable(NodeEntry &e) {
+    const CpuTopology &t = *e.topology.cpu;
+    for (const UnavailableCpus &u : e.topology.unavailable_cpus) {
+        Words cpus(t.words, 0);
+        for (uint32_t i : u.cpus)
+            if (i < t.cpus.size()) bit_set(cpus, i);
+        e.ledger.hold_shared(Holder::of_claim("driver", u.reason), cpus, 0);
+    }
+    for (size_t g = 0; g < e.topology.gpus.size() && g < 64; ++g)
+        if (!e.topology.gpus[g].unavailable.empty())
+            e.ledger.hold_shared(Holder::of_claim("driver", e.topology.gpus[g].unavailable),
+                                 Words(t.words, 0), uint64_t{1} << g);
+}
+
 void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts) {
     const Holder who = holder_of(c, opts);
     const std::string tag = "claim " + c.ns + "/" + c.name + ": ";
+    // Fail closed: a claim on a node we track that names a device we cannot
+    // place keeps the whole node out, never frees anything.
+    auto unusable = [&](NodeEntry &e, const std::string &why) {
+        claim_errors_.push_back(tag + why + "; node " + e.name + " kept out");
+        if (e.invalid.empty()) e.invalid = tag + why;
+    };
     std::map<std::string, std::pair<Words, uint64_t>> per_node;
     for (const AllocationResult &r : c.results) {
         NodeEntry *e = node(c.nodeName.empty() ? r.pool : c.nodeName);
@@ -225,10 +249,10 @@ void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts)
         const CpuTopology &t = *e->topology.cpu;
         auto &[cpus, gpus] = per_node[e->name];
         cpus.resize(t.words, 0);
-        if (r.driver == kCpuDriver) {
+        if (r.driver == opts.cpu_driver) {
             auto it = t.by_device.find(r.device);
             if (it == t.by_device.end()) {
-                claim_errors_.push_back(tag + "unknown device " + r.device);
+                unusable(*e, "unknown device " + r.device);
             } else if (!t.grouped) {
                 bit_set(cpus, it->second);
             } else {
@@ -239,7 +263,7 @@ void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts)
                                 bit_test(t.groups[it->second].mask, static_cast<size_t>(i)))
                             bit_set(cpus, static_cast<size_t>(i));
                 } else {
-                    auto q = r.consumedCapacity.find("dra.cpu/cpu");
+                    auto q = r.consumedCapacity.find(opts.cpu_driver + "/cpu");
                     int64_t n = 0;
                     if (q != r.consumedCapacity.end())
                         std::from_chars(q->second.data(), q->second.data() + q->second.size(), n);
@@ -250,21 +274,18 @@ void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts)
                 }
             }
         } else {
-            const auto &g = e->topology.gpus;
-            auto it = std::find_if(g.begin(), g.end(), [&](const GpuInfo &x) {
-                return x.driver == r.driver && x.device == r.device;
-            });
-            if (it != g.end())
-                gpus |= uint64_t{1} << (it - g.begin());
-            else if (r.driver == kNvidiaDriver || r.driver == kExampleGpuDriver)
-                claim_errors_.push_back(tag + "unknown device " + r.device);
+            // a MIG slice or partition takes its whole GPU from Slurm
+            const int g = gpu_index_of(e->topology, r.driver, r.device);
+            if (g >= 0 && g < 64)
+                gpus |= uint64_t{1} << g;
+            else if (std::find(opts.gpu_drivers.begin(), opts.gpu_drivers.end(), r.driver) !=
+                     opts.gpu_drivers.end())
+                unusable(*e, "unknown device " + r.driver + "/" + r.device);
         }
     }
-    for (auto &[name, held] : per_node) {
-        std::string err;
-        if (!node(name)->ledger.hold(who, held.first, held.second, &err))
-            claim_errors_.push_back(tag + "on " + name + ": " + err);
-    }
+    // Devices several claims hold stay out until the last claim goes.
+    for (auto &[name, held] : per_node)
+        node(name)->ledger.hold_shared(who, held.first, held.second);
 }
 
 bool Inventory::job_begin(const std::string &node_name, uint32_t job,

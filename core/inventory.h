@@ -77,6 +77,7 @@ public:
 private:
     void remove_node(const std::string &name);
     void apply_claim(const ClaimHolding &c, const InventoryOptions &opts);
+    static void hold_unavailable(NodeEntry &e);
     std::shared_ptr<const CpuTopology> intern(std::shared_ptr<const CpuTopology> t);
 
     std::vector<NodeEntry> nodes_;

@@ -105,23 +105,34 @@ bool NodeLedger::hold(const Holder &who, const Words &cpus, uint64_t gpus,
         *err = "GPU index " + std::to_string(g) + " is held by " + owner;
         return false;
     }
-    Words mine(free_cpus_.size(), 0);
-    for (size_t i = 0; i < cpus.size() && i < mine.size(); ++i) {
-        mine[i] = cpus[i];
+    add(who, cpus, gpus);
+    return true;
+}
+
+void NodeLedger::hold_shared(const Holder &who, const Words &cpus, uint64_t gpus) {
+    Words known(free_cpus_.size(), 0);
+    for (size_t i = 0; i < ncpus_; ++i)
+        if (i / 64 < cpus.size() && bit_test(cpus, i))
+            bit_set(known, i);
+    const uint64_t all_gpus = ngpus_ == 64 ? ~uint64_t{0} : (uint64_t{1} << ngpus_) - 1;
+    add(who, std::move(known), gpus & all_gpus);
+}
+
+void NodeLedger::add(const Holder &who, Words cpus, uint64_t gpus) {
+    cpus.resize(free_cpus_.size(), 0);
+    for (size_t i = 0; i < cpus.size(); ++i)
         free_cpus_[i] &= ~cpus[i];
-    }
     free_gpus_ &= ~gpus;
     refresh_counts();
     for (Holding &h : holdings_) {
         if (h.who == who) {  // a holder may grow (several claims results)
-            for (size_t i = 0; i < mine.size(); ++i)
-                h.cpus[i] |= mine[i];
+            for (size_t i = 0; i < cpus.size(); ++i)
+                h.cpus[i] |= cpus[i];
             h.gpus |= gpus;
-            return true;
+            return;
         }
     }
-    holdings_.push_back({who, std::move(mine), gpus});
-    return true;
+    holdings_.push_back({who, std::move(cpus), gpus});
 }
 
 bool NodeLedger::release(const Holder &who) {
@@ -129,10 +140,17 @@ bool NodeLedger::release(const Holder &who) {
                            [&](const Holding &h) { return h.who == who; });
     if (it == holdings_.end())
         return false;
-    for (size_t i = 0; i < free_cpus_.size(); ++i)
-        free_cpus_[i] |= it->cpus[i];
-    free_gpus_ |= it->gpus;
+    Words freed = it->cpus;
+    uint64_t freed_gpus = it->gpus;
     holdings_.erase(it);
+    for (const Holding &h : holdings_) {  // still held by another: stays out
+        for (size_t i = 0; i < freed.size(); ++i)
+            freed[i] &= ~h.cpus[i];
+        freed_gpus &= ~h.gpus;
+    }
+    for (size_t i = 0; i < free_cpus_.size(); ++i)
+        free_cpus_[i] |= freed[i];
+    free_gpus_ |= freed_gpus;
     refresh_counts();
     return true;
 }

@@ -51,7 +51,12 @@ public:
     // Records a holding. Fails, changing nothing, when a device is unknown or
     // already held; err then names the device index and its holder.
     bool hold(const Holder &who, const Words &cpus, uint64_t gpus, std::string *err);
-    // Frees everything `who` holds; false when it held nothing.
+    // Records a holding even where devices are held already: what several
+    // claims hold (admin access, shared devices, a late write) stays out
+    // until the last of them goes. Unknown devices are ignored.
+    void hold_shared(const Holder &who, const Words &cpus, uint64_t gpus);
+    // Frees what `who` holds and no other holder does; false when it held
+    // nothing.
     bool release(const Holder &who);
 
     const std::vector<Holding> &holdings() const { return holdings_; }
@@ -64,6 +69,7 @@ public:
 
 private:
     void refresh_counts();
+    void add(const Holder &who, Words cpus, uint64_t gpus);
 
     const CpuTopology *topo_ = nullptr;
     // Up to 8 NUMA nodes the counts live inline: ranking reads them for

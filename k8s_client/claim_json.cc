@@ -124,12 +124,13 @@ void writeResult(json::Writer &w, const AllocationResult &r) {
     w.EndObject();
 }
 
-// The request that carries the dra.cpu results, for the opaque cpuset config.
-std::string cpuRequestOf(const ClaimIntent &c) {
+// The result that carries the CPUs (request "cpu", of the configured CPU
+// driver), for the opaque cpuset config.
+const AllocationResult *cpuResultOf(const ClaimIntent &c) {
     for (const auto &r : c.results)
-        if (r.driver == kCpuDriver)
-            return r.request;
-    return c.results.empty() ? "cpu" : c.results.front().request;
+        if (r.request == "cpu")
+            return &r;
+    return c.results.empty() ? nullptr : &c.results.front();
 }
 
 void writeCpusetConfig(json::Writer &w, const ClaimIntent &c) {
@@ -138,12 +139,13 @@ void writeCpusetConfig(json::Writer &w, const ClaimIntent &c) {
     w.StartObject();
     json::kv(w, "source", "FromClaim");
     w.Key("requests");
+    const AllocationResult *cpu = cpuResultOf(c);
     w.StartArray();
-    json::str(w, cpuRequestOf(c));
+    json::str(w, cpu ? cpu->request : std::string("cpu"));
     w.EndArray();
     w.Key("opaque");
     w.StartObject();
-    json::kv(w, "driver", kCpuDriver);
+    json::kv(w, "driver", cpu ? cpu->driver : std::string(kCpuDriver));
     w.Key("parameters");
     w.StartObject();
     json::kv(w, "apiVersion", "v1alpha1");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_client/claim_sync.h"
 
+#include "k8s_client/claim_owner.h"
 #include "k8s_client/job_claims.h"
 
 #include <set>
@@ -9,14 +10,6 @@ namespace k8sdra::k8s {
 namespace {
 // A queued write is not repeated by reconciliation for this long.
 constexpr std::chrono::seconds kInFlight{15};
-
-uint32_t job_id_of(const std::string &label) {
-    try {
-        return static_cast<uint32_t>(std::stoul(label));
-    } catch (...) {
-        return 0;  // not a job id: not one of ours to keep
-    }
-}
 }  // namespace
 
 ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, WriterOptions opts,
@@ -32,15 +25,6 @@ ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, Wri
 }
 
 ClaimSync::~ClaimSync() { writer_.stop(); }
-
-bool ClaimSync::ours(const ClaimHolding &c) const {
-    auto get = [&](const char *k) {
-        auto it = c.labels.find(k);
-        return it == c.labels.end() ? std::string() : it->second;
-    };
-    return c.ns == config_.claim_namespace && get(kLabelManagedBy) == kManagedByValue &&
-           get(kLabelCluster) == labelValue(config_.cluster_label);
-}
 
 bool ClaimSync::recently_submitted(const std::string &name, Clock::time_point now) const {
     auto it = submitted_.find(name);
@@ -121,13 +105,13 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
     std::set<std::string> seen;
     const auto now = Clock::now();
     snap.forEachClaim([&](const ClaimHolding &c) {
-        if (!ours(c)) return;
+        const uint32_t job = ownClaimJob(c, config_);
+        if (!job) return;
         seen.insert(c.name);
         if (recently_submitted(c.name, now)) return;
         // A running job's claims are never deleted for want of a match:
         // only a job that is gone loses them.
-        auto job = c.labels.find(kLabelJob);
-        const bool running = job != c.labels.end() && jobs_.count(job_id_of(job->second));
+        const bool running = jobs_.count(job) != 0;
         auto want = desired.find(c.name);
         if (!running) {
             log_.info("deleting claim " + c.ns + "/" + c.name + ": its job is no longer running");

@@ -38,7 +38,6 @@ private:
     void submit_apply(const ClaimIntent &intent);                  // mu_ held
     void submit_remove(const std::string &name);                   // mu_ held
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
-    bool ours(const ClaimHolding &c) const;
 
     PluginConfig config_;
     Logger log_;

@@ -3,6 +3,7 @@
 
 #include "core/k8sdra.h"
 #include "k8s_client/claim_json.h"
+#include "k8s_client/claim_owner.h"
 #include "k8s_client/view_json.h"
 
 #include <algorithm>
@@ -91,15 +92,6 @@ void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
 
 namespace {
 
-// The nodes a claim's devices are on.
-std::vector<std::string> claim_nodes(const ClaimHolding &c) {
-    if (!c.nodeName.empty()) return {c.nodeName};
-    std::vector<std::string> out;
-    for (const auto &r : c.results)
-        if (std::find(out.begin(), out.end(), r.pool) == out.end()) out.push_back(r.pool);
-    return out;
-}
-
 size_t inv_nodes(const Inventory &inv) { return inv.nodes().size(); }
 
 uint64_t sig_of(const std::string &text) { return std::hash<std::string>{}(text) * 0x9e3779b97f4a7c15ULL + 1; }
@@ -109,9 +101,6 @@ uint64_t sig_of(const std::string &text) { return std::hash<std::string>{}(text)
 // Only the nodes whose slices or claims changed since the last inventory are
 // rebuilt: at 15,000 nodes a full build takes seconds, one node microseconds.
 void EngineFeed::rebuild(const Snapshot &snap) {
-    // Our own claims are this cluster's Slurm jobs, which Slurm tracks itself;
-    // another cluster's Slurm claims are as foreign to us as any pod's.
-    const std::string cluster = labelValue(engine_->config()->cluster_label);
     std::map<std::string, uint64_t> sig;  // node -> order-free digest of its objects
     size_t nclaims = 0;
     snap.forEachSlice([&](const CompactSlice &sl) {
@@ -120,7 +109,7 @@ void EngineFeed::rebuild(const Snapshot &snap) {
     snap.forEachClaim([&](const ClaimHolding &c) {
         ++nclaims;
         if (!c.allocated) return;
-        for (const auto &n : claim_nodes(c)) sig[n] += sig_of("c/" + c.ns + "/" + c.name + "@" + c.resourceVersion);
+        for (const auto &n : claimNodes(c)) sig[n] += sig_of("c/" + c.ns + "/" + c.name + "@" + c.resourceVersion);
     });
     std::vector<std::string> changed;
     for (const auto &[node, digest] : sig) {
@@ -137,6 +126,8 @@ void EngineFeed::rebuild(const Snapshot &snap) {
     InventoryOptions io;
     io.job_label = kLabelJob;
     io.gres_order = engine_->config()->gres_by_pci_bus ? GresOrder::PciBusId : GresOrder::Minor;
+    io.cpu_driver = engine_->config()->cpu_driver;
+    io.gpu_drivers = engine_->config()->gpu_drivers;
     auto next = std::make_shared<Inventory>(last_ ? *last_ : Inventory());
     // In batches, so that only a batch of nodes is ever expanded from the
     // compact slices at a time (the first inventory has every node changed).
@@ -151,11 +142,15 @@ void EngineFeed::rebuild(const Snapshot &snap) {
         std::map<std::string, std::vector<ClaimHolding>> claims;
         snap.forEachClaim([&](const ClaimHolding &c) {
             if (!c.allocated) return;
-            for (const auto &n : claim_nodes(c)) {
+            for (const auto &n : claimNodes(c)) {
                 if (!wanted.count(n)) continue;
+                // Only our own claims stand for Slurm jobs (which Slurm
+                // tracks itself); every other claim is a pod's, whatever
+                // its labels say.
                 ClaimHolding copy = c;
-                auto it = c.labels.find(kLabelCluster);
-                if (it == c.labels.end() || it->second != cluster) copy.labels.erase(kLabelJob);
+                copy.labels.erase(kLabelJob);
+                if (const uint32_t job = ownClaimJob(c, *engine_->config()))
+                    copy.labels[kLabelJob] = std::to_string(job);
                 claims[n].push_back(std::move(copy));
             }
         });
@@ -165,7 +160,9 @@ void EngineFeed::rebuild(const Snapshot &snap) {
     std::shared_ptr<const Inventory> inv = std::move(next);
     last_ = inv;
     node_sigs_ = std::move(sig);
-    engine_->publish(std::move(inv));
+    // A new view counts as in sync only while every informer is: one
+    // informer down must not be hidden by another's changes.
+    engine_->publish(std::move(inv), healthy());
     view_pending_ = true;
     log_.verbose("inventory " + std::to_string(snap.version) + ": " + std::to_string(inv_nodes(*last_)) +
                  " nodes (" + std::to_string(changed.size()) + " rebuilt), " + std::to_string(nclaims) + " claims");

@@ -7,6 +7,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/backoff.cc k8s_client/backoff.h \
 	k8s_client/claim_json.cc k8s_client/claim_json.h \
 	k8s_client/claim_queue.cc k8s_client/claim_queue.h \
+	k8s_client/claim_owner.cc k8s_client/claim_owner.h \
 	k8s_client/claim_writer.cc k8s_client/claim_writer.h \
 	k8s_client/compact_slice.cc k8s_client/compact_slice.h \
 	k8s_client/config.cc k8s_client/config.h \
@@ -36,6 +37,7 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_test_util.h \
 	testsuite/unit/client_backoff_tests.cc \
 	testsuite/unit/client_claim_json_tests.cc \
+	testsuite/unit/client_claim_owner_tests.cc \
 	testsuite/unit/client_compact_slice_tests.cc \
 	testsuite/unit/client_config_tests.cc \
 	testsuite/unit/client_cow_map_tests.cc \

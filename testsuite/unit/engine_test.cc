@@ -111,14 +111,63 @@ TEST_CASE("our own job claims do not change the view's generation; pod claims do
     Engine e(config());
     auto sl = slices("node1");
     e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {})));
+    e.job_started({7, "u", {{"node1", {1}, {}}}});  // CPU ids 2 and 3 are core 1
     const uint64_t g0 = e.generation();
     InventoryOptions io;
     io.job_label = "k8s-cons-tres.slurm.io/job-id";
     auto job_claim = pod_claim(sl, {2, 3}, {}, {{io.job_label, "7"}});
     e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {job_claim}, io)));
     CHECK(e.generation() == g0);
+    CHECK(e.exclusion("node1", nullptr, true).cores.empty());
     e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {pod_claim(sl, {4}, {})}, io)));
     CHECK(e.generation() != g0);
+}
+
+TEST_CASE("a job's claim is Slurm's only within what slurmctld allocated to the job there") {
+    Engine e(config());
+    auto sl = slices("node1");
+    InventoryOptions io;
+    io.job_label = "k8s-cons-tres.slurm.io/job-id";
+    // job 7 really has core 1 (CPU ids 2, 3) and GPU 1; its claim says more
+    e.job_started({7, "u", {{"node1", {1}, {1}}}});
+    auto greedy = pod_claim(sl, {2, 3, 4, 5}, {"gpu-1", "gpu-3"}, {{io.job_label, "7"}});
+    auto unknown = pod_claim(sl, {8}, {}, {{io.job_label, "99"}});
+    unknown.name = "pod-1";
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {greedy, unknown}, io)));
+    auto ex = e.exclusion("node1", nullptr, true);
+    REQUIRE(ex.state == ViewState::Ready);
+    CHECK(ex.cores == std::vector<uint32_t>{1, 2, 4});  // the whole claim and job 99's stay out
+    CHECK(ex.gres == std::vector<uint32_t>{1, 3});
+
+    auto own = pod_claim(sl, {2, 3}, {"gpu-1"}, {{io.job_label, "7"}});
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {own}, io)));
+    auto ok = e.exclusion("node1", nullptr, true);
+    CHECK(ok.cores.empty());
+    CHECK(ok.gres.empty());
+    // once the job ended its claim only lags behind: Slurm may use its
+    // devices at once, and the engine's choice sees them free
+    const uint64_t g = e.generation();
+    e.job_ended(7);
+    CHECK(e.generation() == g);
+    CHECK(e.exclusion("node1", nullptr, true).cores.empty());
+    Request r;
+    r.cpus = 16;
+    r.gpus = 4;
+    CHECK(e.choose("node1", r, {}, 0).fits);
+}
+
+TEST_CASE("after a restart our claims count once slurmctld has told its jobs") {
+    Engine e(config());
+    auto sl = slices("node1");
+    InventoryOptions io;
+    io.job_label = "k8s-cons-tres.slurm.io/job-id";
+    auto own = pod_claim(sl, {2, 3}, {}, {{io.job_label, "7"}});
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {own}, io)));
+    CHECK(e.exclusion("node1", nullptr, true).cores == std::vector<uint32_t>{1});
+    const uint64_t g = e.generation();
+    e.jobs_known({{7, "u", {{"node1", {1}, {}}}}});
+    CHECK(e.generation() != g);
+    CHECK(e.exclusion("node1", nullptr, true).cores.empty());
 }
 
 TEST_CASE("the choice avoids pod-held and Slurm-busy cores and aligns GPUs") {
@@ -174,4 +223,18 @@ TEST_CASE("an inventory update rebuilds only the changed nodes and equals a full
     CHECK(gone.node("node2") == nullptr);
     REQUIRE(gone.node("node1"));
     CHECK(gone.node("node1")->ledger.free_cpu_count() == 30);
+}
+
+TEST_CASE("a new view made while an informer is behind does not make the view fresh") {
+    Clock clock;
+    Engine e(config(), [&] { return clock.now; });
+    auto sl = slices("node1");
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {})), false);
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Unavailable);
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {})), true);
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Ready);
+    clock.now += std::chrono::seconds(31);
+    // the slices informer keeps changing things; the claims one is silent
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {pod_claim(sl, {4}, {})})), false);
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Unavailable);
 }

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The one rule that decides which ResourceClaims are the plugin's own.
+// Kubernetes users are untrusted: anyone can put any label on a claim in
+// their own namespace, so labels alone never make a claim Slurm's. Every
+// claim that fails this rule counts as held by a pod.
+#pragma once
+
+#include "core/dra_types.h"
+#include "core/plugin_config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace k8sdra::k8s {
+
+// The nodes a claim's devices are on: its nodeSelector's node, else the
+// pools of its results (dra.cpu and GPU pools are named after the node).
+std::vector<std::string> claimNodes(const ClaimHolding &c);
+
+// The Slurm job a claim holds devices for when it is the plugin's own: in
+// the claim namespace, marked managed by the plugin, labelled with this
+// cluster, a job id and the one node all its devices are on. 0 otherwise.
+// Whether slurmctld really runs that job there is the engine's question
+// (Engine::exclusion), asked with Slurm's own allocation in hand.
+uint32_t ownClaimJob(const ClaimHolding &c, const PluginConfig &config);
+
+}  // namespace k8sdra::k8s
