@@ -315,10 +315,14 @@ std::string labelValue(const std::string &raw) {
 
 std::string claimName(const std::string &cluster, uint64_t jobId,
                       const std::string &node, unsigned part) {
-    std::string name = "slurm-" + dnsPart(cluster) + "-" + std::to_string(jobId) +
-                       "-" + dnsPart(node);
-    if (part > 0)
-        name += "-" + std::to_string(part);
+    // Every part carries its number, so node "n" part 1 ("...-n-1") never
+    // meets node "n-1" part 0 ("...-n-1-0"); a node name that is not a DNS
+    // label as it is carries its hash, so "Node_1" and "node-1" differ too.
+    std::string n = dnsPart(node);
+    if (n != node)
+        n += "-" + fnvHex(node);
+    std::string name = "slurm-" + dnsPart(cluster) + "-" + std::to_string(jobId) + "-" + n +
+                       "-" + std::to_string(part);
     if (name.size() > 253)  // keep it unique when shortened
         name = dnsPart(name.substr(0, 240)) + "-" + fnvHex(name);
     return name;

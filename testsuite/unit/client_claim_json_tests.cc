@@ -56,8 +56,12 @@ TEST_CASE("unallocated claim", "[json][claim]") {
 }
 
 TEST_CASE("claim names and labels are deterministic and valid", "[claim]") {
-    CHECK(claimName("c1", 1234, "node1") == "slurm-c1-1234-node1");
-    CHECK(claimName("C1", 1234, "Node_1", 2) == "slurm-c1-1234-node-1-2");
+    CHECK(claimName("c1", 1234, "node1") == "slurm-c1-1234-node1-0");
+    CHECK(claimName("c1", 1234, "node1", 2) == "slurm-c1-1234-node1-2");
+    // node "n" part 1 and node "n-1" part 0; "Node_1" and "node-1"
+    CHECK(claimName("c1", 7, "n", 1) != claimName("c1", 7, "n-1", 0));
+    CHECK(claimName("c1", 7, "Node_1") != claimName("c1", 7, "node-1"));
+    CHECK(claimName("C1", 1234, "Node_1", 2).rfind("slurm-c1-1234-node-1-", 0) == 0);
     CHECK(claimName("c1", 1, std::string(300, 'a')).size() <= 253);
     CHECK(claimName("c1", 1, std::string(300, 'a')) != claimName("c1", 1, std::string(301, 'a')));
     auto l = claimLabels("c1", 1234, "node1");
@@ -76,7 +80,7 @@ TEST_CASE("create body carries metadata and spec, never status", "[json][claim]"
     rapidjson::Document doc;
     json::parse(doc, encodeClaimCreate(c));
     CHECK(std::string(doc["kind"].GetString()) == "ResourceClaim");
-    CHECK(std::string(doc["metadata"]["name"].GetString()) == "slurm-c1-1234-node1");
+    CHECK(std::string(doc["metadata"]["name"].GetString()) == "slurm-c1-1234-node1-0");
     CHECK(std::string(doc["metadata"]["labels"][kLabelJob].GetString()) == "1234");
     CHECK_FALSE(doc["metadata"].HasMember("resourceVersion"));
     CHECK_FALSE(doc.HasMember("status"));
