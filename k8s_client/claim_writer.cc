@@ -208,6 +208,24 @@ ClaimWriter::Retry ClaimWriter::retryable(const HttpResponse &r, Op &op, ClaimOp
     return wait;
 }
 
+namespace {
+// DeleteOptions that delete exactly the object seen, never a successor.
+std::string deleteWithUid(const std::string &uid) {
+    if (uid.empty()) return {};
+    rapidjson::StringBuffer buf;
+    json::Writer w(buf);
+    w.StartObject();
+    json::kv(w, "kind", "DeleteOptions");
+    json::kv(w, "apiVersion", "v1");
+    w.Key("preconditions");
+    w.StartObject();
+    json::kv(w, "uid", uid);
+    w.EndObject();
+    w.EndObject();
+    return {buf.GetString(), buf.GetSize()};
+}
+}  // namespace
+
 // The claim exists: is it ours, and is it already as we want it?
 bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done,
                         bool &exists, ClaimOpResult &res) {
@@ -227,9 +245,17 @@ bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool 
     }
     if (h.allocated) {
         done = allocationMatches(h, in);
-        if (!done)
-            res.error = "the claim is already allocated differently (allocations are immutable)";
-        return done;
+        if (done)
+            return true;
+        // Allocations are immutable: our claim of another allocation (the
+        // job shrank or grew) goes, exactly that object, and is written anew.
+        HttpResponse d = c.request("DELETE", item(in.ns, in.name), deleteWithUid(h.uid));
+        if (!d.ok() && d.status != 404 && d.status != 409) {
+            res.error = "deleting the claim of an older allocation: " + statusOf(d);
+            return false;
+        }
+        exists = false;
+        return true;
     }
     exists = true;
     rv = h.resourceVersion;
@@ -250,6 +276,10 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
                 rv = parseClaimHolding(r.body).resourceVersion;
                 exists = true;
             } else if (r.status == 409) {
+                if (++conflicts > opts_.maxConflicts) {
+                    res.error = "create: gave up after " + std::to_string(conflicts) + " conflicts";
+                    return std::nullopt;
+                }
                 bool done = false;
                 if (!adopt(c, in, rv, done, exists, res))
                     return std::nullopt;
