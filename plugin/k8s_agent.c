@@ -49,8 +49,10 @@ static void _sync_now(void)
 				   .node = WRITE_LOCK };
 
 	lock_slurmctld(locks);
-	if (k8s_view_refresh() || k8s_gpu_pending())
+	if (k8s_view_refresh())
 		k8s_gpu_sync();
+	else
+		k8s_gpu_sync_pending();
 	_drain_mismatched();
 	unlock_slurmctld(locks);
 }

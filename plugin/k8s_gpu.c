@@ -27,7 +27,10 @@ extern time_t last_node_update;	/* slurmctld's; defined tentatively in the plugi
 
 static bitstr_t **held;		/* per node index: our phantom bits */
 static int held_cnt;
-static bool pending;
+/* per node index: pod GPUs not marked yet (a Slurm job still has them) */
+static bitstr_t *pending;
+/* per node index: pods hold GPUs that cannot be marked at all yet */
+static bitstr_t *unmarked;
 
 static void _ensure_table(void)
 {
@@ -36,6 +39,8 @@ static void _ensure_table(void)
 	k8s_gpu_forget();
 	held = xcalloc(node_record_count, sizeof(bitstr_t *));
 	held_cnt = node_record_count;
+	pending = bit_alloc(node_record_count);
+	unmarked = bit_alloc(node_record_count);
 }
 
 extern void k8s_gpu_forget(void)
@@ -43,12 +48,19 @@ extern void k8s_gpu_forget(void)
 	for (int i = 0; held && i < held_cnt; i++)
 		FREE_NULL_BITMAP(held[i]);
 	xfree(held);
+	FREE_NULL_BITMAP(pending);
+	FREE_NULL_BITMAP(unmarked);
 	held_cnt = 0;
 }
 
 extern bool k8s_gpu_pending(void)
 {
-	return pending;
+	return pending && bit_ffs(pending) >= 0;
+}
+
+extern bitstr_t *k8s_gpu_unmarked(void)
+{
+	return unmarked && bit_ffs(unmarked) >= 0 ? unmarked : NULL;
 }
 
 static int _is_gpu(void *x, void *key)
@@ -102,12 +114,29 @@ static bool _sync_node(node_record_t *node_ptr, int index)
 	int64_t n;
 	bool changed = false;
 
+	bit_clear(pending, index);
 	if (!ns || !ns->gres_bit_alloc || !ns->topo_cnt) {
-		/* not registered yet: nothing to hold, nothing we hold */
+		/*
+		 * Not registered yet (or gres.conf without File=): nothing to
+		 * hold by index. The node then takes no GPU job at all
+		 * (k8s_gpu_unmarked) until the pods' GPUs can be marked.
+		 */
 		FREE_NULL_BITMAP(held[index]);
-		if (want)
-			pending = true;
+		if (want && bit_ffs(want) >= 0) {
+			if (!bit_test(unmarked, index))
+				error(PREFIX "node %s: pods hold GPUs but its GPUs cannot be marked by index yet (slurmd not registered, or gres.conf without File=); no GPU job goes there until they can",
+				      node_ptr->name);
+			bit_set(unmarked, index);
+			bit_set(pending, index);
+		} else {
+			bit_clear(unmarked, index);
+		}
 		return false;
+	}
+	if (bit_test(unmarked, index)) {
+		info(PREFIX "node %s: the GPUs pods hold are marked now; it takes GPU jobs again",
+		     node_ptr->name);
+		bit_clear(unmarked, index);
 	}
 	n = bit_size(ns->gres_bit_alloc);
 	if (held[index] && bit_size(held[index]) != n)
@@ -129,7 +158,7 @@ static bool _sync_node(node_record_t *node_ptr, int index)
 		} else if (wanted && !bit_test(mine, g)) {
 			if (bit_test(ns->gres_bit_alloc, g)) {
 				/* a Slurm job still has it; retry after it ends */
-				pending = true;
+				bit_set(pending, index);
 				debug(PREFIX "node %s: GPU %"PRId64" held by Kubernetes is still allocated to a Slurm job",
 				      node_ptr->name, g);
 				continue;
@@ -153,9 +182,23 @@ extern void k8s_gpu_sync(void)
 
 	k8s_view_refresh();
 	_ensure_table();
-	pending = false;
 	for (int i = 0; (node_ptr = next_node(&i)); i++)
 		changed |= _sync_node(node_ptr, i);
+	if (changed)
+		last_node_update = time(NULL);
+}
+
+extern void k8s_gpu_sync_pending(void)
+{
+	bool changed = false;
+
+	if (!k8s_gpu_pending())
+		return;
+	/* only the nodes that wait, not every node of the cluster */
+	for (int i = bit_ffs(pending); i >= 0 && i < held_cnt; i++) {
+		if (bit_test(pending, i) && node_record_table_ptr[i])
+			changed |= _sync_node(node_record_table_ptr[i], i);
+	}
 	if (changed)
 		last_node_update = time(NULL);
 }

@@ -30,5 +30,12 @@ extern void k8s_gpu_sync_node(int index);
 extern void k8s_gpu_forget(void);
 /* True while some pod-held GPU could not be claimed yet. */
 extern bool k8s_gpu_pending(void);
+/* Sync only the nodes that wait for that (cheap when none does). */
+extern void k8s_gpu_sync_pending(void);
+/*
+ * Per node index: nodes where pods hold GPUs that cannot be marked by
+ * index yet; they must take no job that asks for GPUs. NULL when none.
+ */
+extern bitstr_t *k8s_gpu_unmarked(void);
 
 #endif

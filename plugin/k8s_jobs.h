@@ -10,7 +10,8 @@
 #include "src/common/list.h"
 #include "src/slurmctld/slurmctld.h"
 
-/* At job_begin, before forwarding: the cores chosen and GPUs selected. */
+/* After a successful job_begin: the cores chosen and GPUs selected (cons_tres
+ * allocates them right after, in select_p_select_nodeinfo_set). */
 extern void k8s_jobs_begin(job_record_t *job_ptr);
 /* The job's resources are released (end, cancel, requeue, node failure). */
 extern void k8s_jobs_end(job_record_t *job_ptr);

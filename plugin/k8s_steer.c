@@ -137,7 +137,6 @@ static uint32_t _job_gpus_per_node(job_record_t *job_ptr, uint16_t tasks);
 /* What the job asks of each node, when that can be told simply. */
 typedef struct {
 	uint32_t cpus, gpus, tpc;
-	bool single;	/* one node: only the best-scoring nodes are tried */
 } node_req_t;
 
 static bool _node_request(job_record_t *job_ptr, node_req_t *r)
@@ -152,7 +151,6 @@ static bool _node_request(job_record_t *job_ptr, node_req_t *r)
 		r->tpc = d->mc_ptr->threads_per_core;
 	/* one node asked for, or one task, which cannot span nodes */
 	if (d->min_nodes <= 1 && (d->max_nodes == 1 || d->num_tasks <= 1)) {
-		r->single = true;
 		r->cpus = MAX(d->min_cpus, 1);
 		r->gpus = gpus;
 		return true;
@@ -196,95 +194,71 @@ static uint64_t _busy_gpus(node_record_t *node_ptr)
 	return mask;
 }
 
-static int _cmp_score(const struct k8sdra_score *a, const struct k8sdra_score *b)
-{
-	const uint32_t av[] = { a->numa_nodes, a->l3_groups, a->sockets, a->cores,
-				a->gpu_distance, a->free_in_numa, a->free_in_l3 };
-	const uint32_t bv[] = { b->numa_nodes, b->l3_groups, b->sockets, b->cores,
-				b->gpu_distance, b->free_in_numa, b->free_in_l3 };
-
-	for (size_t i = 0; i < ARRAY_SIZE(av); i++)
-		if (av[i] != bv[i])
-			return av[i] < bv[i] ? -1 : 1;
-	return 0;
-}
-
-/* The engine's choice on node i, leaving out the busy cores and GPUs. */
+/*
+ * The engine's choice on node i, leaving out the busy cores and GPUs and
+ * every core slurmctld excludes (reservations' cores among them).
+ */
 static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
-		    uint32_t tpc, uint32_t gpus, struct k8sdra_choice *c)
+		    uint32_t tpc, uint32_t gpus, bitstr_t *exc,
+		    struct k8sdra_choice *c)
 {
 	uint32_t busy_cores[MAX_CORES];
 	size_t nbusy = 0;
 	uint32_t off = cr_get_coremap_offset(i);
 
 	for (uint32_t core = 0; core < node_ptr->tot_cores && nbusy < MAX_CORES; core++)
-		if (bit_test(busy, off + core))
+		if (bit_test(busy, off + core) ||
+		    (exc && bit_test(exc, off + core)))
 			busy_cores[nbusy++] = core;
 	return k8sdra_choose(node_ptr->name, cpus, tpc, gpus, busy_cores, nbusy,
 			     _busy_gpus(node_ptr), c) == K8SDRA_OK && c->fits;
 }
 
 extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
-				   bitstr_t *base, bitstr_t **nodes)
+				   bitstr_t *base)
 {
 	uint32_t cores[MAX_CORES], gres[MAX_GPUS];
 	struct k8sdra_choice c = { .cores = cores, .core_cap = MAX_CORES,
 				   .gres = gres, .gres_cap = MAX_GPUS };
-	struct k8sdra_score best = { 0 };
 	bitstr_t *exc = NULL;
 	node_record_t *node_ptr;
 	node_req_t r;
 	int scored = 0, last;
-	bool have_best = false;
 
-	*nodes = NULL;
 	if (!_node_request(job_ptr, &r))
 		return NULL;
 	_busy_refresh();
 
+	/*
+	 * Which nodes the job gets stays cons_tres's policy (weights, order,
+	 * topology, ranges): each candidate node keeps its place, only its
+	 * cores are narrowed to the engine's choice. A node without a choice
+	 * keeps the plain exclusion, so cons_tres's own choice stands there.
+	 */
 	last = bit_fls(node_bitmap);
 	for (int i = bit_ffs(node_bitmap); i >= 0 && i <= last && scored < STEER_MAX_NODES; i++) {
 		uint32_t off;
-		int cmp;
 		if (!bit_test(node_bitmap, i) || !k8s_view_node_ready(i) ||
 		    !(node_ptr = node_record_table_ptr[i]))
 			continue;
 		scored++;
-		if (!exc) {
-			exc = base ? bit_copy(base) :
-				bit_alloc(cr_get_coremap_offset(node_record_count));
-			*nodes = bit_alloc(bit_size(node_bitmap));
-		}
-		off = cr_get_coremap_offset(i);
-		bit_nset(exc, off, off + node_ptr->tot_cores - 1);
-		if (!_choose(node_ptr, i, r.cpus, r.tpc, r.gpus, &c)) {
+		if (!_choose(node_ptr, i, r.cpus, r.tpc, r.gpus, base, &c)) {
 			debug2(PREFIX "%pJ: no topology choice on %s: %s",
 			       job_ptr, node_ptr->name, c.reason);
 			continue;
 		}
 		debug2(PREFIX "%pJ: on %s the engine chooses %zu cores over %u NUMA nodes, %zu GPUs",
 		       job_ptr, node_ptr->name, c.ncores, c.score.numa_nodes, c.ngres);
+		if (!exc)
+			exc = base ? bit_copy(base) :
+				bit_alloc(cr_get_coremap_offset(node_record_count));
+		off = cr_get_coremap_offset(i);
+		/* only ever adds to slurmctld's exclusion, never clears it */
+		bit_nset(exc, off, off + node_ptr->tot_cores - 1);
 		for (size_t k = 0; k < c.ncores; k++)
-			bit_clear(exc, off + cores[k]);
-		/* one node: only the best-scoring nodes; several: every fitting one */
-		cmp = (!r.single || !have_best) ? -1 : _cmp_score(&c.score, &best);
-		if (r.single && cmp < 0) {
-			bit_clear_all(*nodes);
-			best = c.score;
-		}
-		have_best = true;
-		if (cmp <= 0)
-			bit_set(*nodes, i);
+			if (!base || !bit_test(base, off + cores[k]))
+				bit_clear(exc, off + cores[k]);
 	}
-	if (!have_best) {
-		FREE_NULL_BITMAP(exc);
-		FREE_NULL_BITMAP(*nodes);
-		return NULL;
-	}
-	/* Nodes the job must have (-w) take part whatever their score. */
-	if (job_ptr->details->req_node_bitmap &&
-	    bit_size(job_ptr->details->req_node_bitmap) == bit_size(*nodes))
-		bit_or(*nodes, job_ptr->details->req_node_bitmap);
 	return exc;
 }
 
@@ -310,7 +284,7 @@ extern void k8s_steer_chosen(job_record_t *job_ptr)
 			break;
 		c.gres = ng->gres;
 		c.gres_cap = MAX_GPUS;
-		if (!_choose(node_record_table_ptr[i], i, r.cpus, r.tpc, r.gpus, &c))
+		if (!_choose(node_record_table_ptr[i], i, r.cpus, r.tpc, r.gpus, NULL, &c))
 			continue;
 		ng->node = i;
 		ng->ngres = c.ngres;

@@ -3,8 +3,8 @@
  * cons_tres by narrower exclusion: for each candidate node the core engine
  * picks the cores (fewest NUMA nodes, L3 groups, sockets) and GPUs (aligned
  * with them); every other core of that node is excluded for a first
- * job_test, which only the best-scoring nodes take part in. If that fails
- * the caller falls back to the plain exclusion. At job_begin the GPUs cons_tres
+ * job_test, in which cons_tres still chooses the nodes by its own policy.
+ * If that fails the caller falls back to the plain exclusion. At job_begin the GPUs cons_tres
  * selected are replaced by the engine's when they are truly free.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -16,12 +16,12 @@
 #include "src/slurmctld/slurmctld.h"
 
 /*
- * A steered exclusion for job_test (base: the plain one, may be NULL), and
- * in *nodes the candidate nodes to try it on; NULL when the job is not
- * steered (not a single-node job, no ready Kubernetes candidate, ...).
+ * A steered exclusion for job_test (base: the plain one, may be NULL; every
+ * bit of it stays set); NULL when the job is not steered (a shape the
+ * engine does not model, no ready Kubernetes candidate, ...).
  */
 extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
-				   bitstr_t *base, bitstr_t **nodes);
+				   bitstr_t *base);
 
 /* After a successful steered RUN_NOW job_test: remember the GPU choice. */
 extern void k8s_steer_chosen(job_record_t *job_ptr);

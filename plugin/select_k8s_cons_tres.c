@@ -100,13 +100,21 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	 * later (backfill), never in TEST_ONLY: a job that fits the node once
 	 * the pods are gone must stay pending, not be rejected.
 	 */
-	bitstr_t *k8s_exc = NULL, *steer_exc = NULL, *steer_nodes = NULL;
+	bitstr_t *k8s_exc = NULL, *steer_exc = NULL;
 	bitstr_t *base = exc_core_bitmap;
 	int rc;
 
 	if (mode != SELECT_MODE_TEST_ONLY) {
-		if (k8s_view_refresh() || k8s_gpu_pending())
+		bitstr_t *unmarked;
+		if (k8s_view_refresh())
 			k8s_gpu_sync();
+		else
+			k8s_gpu_sync_pending();
+		/* Fail closed: pod GPUs we cannot mark keep GPU jobs away. */
+		if ((unmarked = k8s_gpu_unmarked()) &&
+		    k8s_gpu_gres(job_ptr->gres_list_req) &&
+		    bit_size(unmarked) == bit_size(node_bitmap))
+			bit_and_not(node_bitmap, unmarked);
 		if ((k8s_exc = k8s_view_exclude_cores(exc_core_bitmap)))
 			base = k8s_exc;
 		/*
@@ -116,12 +124,11 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		 */
 		if (mode == SELECT_MODE_RUN_NOW)
 			steer_exc = k8s_steer_prepare(job_ptr, node_bitmap,
-						      base, &steer_nodes);
+						      base);
 	}
 	if (steer_exc) {
-		/* First the engine's choice on the best nodes ... */
+		/* First the engine's choice within the nodes ... */
 		bitstr_t *saved = bit_copy(node_bitmap);
-		bit_and(node_bitmap, steer_nodes);
 		rc = inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
 				    req_nodes, mode, preemptee_candidates,
 				    preemptee_job_list, steer_exc);
@@ -146,16 +153,20 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 				    preemptee_job_list, base);
 	}
 	FREE_NULL_BITMAP(steer_exc);
-	FREE_NULL_BITMAP(steer_nodes);
 	FREE_NULL_BITMAP(k8s_exc);
 	return rc;
 }
 
 extern int select_p_job_begin(job_record_t *job_ptr)
 {
-	k8s_steer_begin(job_ptr);
-	k8s_jobs_begin(job_ptr);
-	return inner.job_begin(job_ptr);
+	int rc;
+
+	k8s_steer_begin(job_ptr);	/* GPU choice, before cons_tres allocates */
+	rc = inner.job_begin(job_ptr);
+	/* Claims only for what Slurm really allocated. */
+	if (rc == SLURM_SUCCESS)
+		k8s_jobs_begin(job_ptr);
+	return rc;
 }
 
 extern int select_p_job_ready(job_record_t *job_ptr)
@@ -166,7 +177,14 @@ extern int select_p_job_ready(job_record_t *job_ptr)
 extern int select_p_job_expand(job_record_t *from_job_ptr,
 			       job_record_t *to_job_ptr)
 {
-	return inner.job_expand(from_job_ptr, to_job_ptr);
+	int rc = inner.job_expand(from_job_ptr, to_job_ptr);
+
+	/* from's devices are to's now: its claims go, to's cover them all */
+	if (rc == SLURM_SUCCESS) {
+		k8s_jobs_end(from_job_ptr);
+		k8s_jobs_resized(to_job_ptr);
+	}
+	return rc;
 }
 
 extern int select_p_job_resized(job_record_t *job_ptr, node_record_t *node_ptr)
@@ -189,8 +207,7 @@ extern int select_p_job_fini(job_record_t *job_ptr)
 	k8s_jobs_end(job_ptr);
 	k8s_steer_job_fini(job_ptr);
 	/* GPUs pods took while this job held them are claimable now. */
-	if (k8s_gpu_pending())
-		k8s_gpu_sync();
+	k8s_gpu_sync_pending();
 	return rc;
 }
 

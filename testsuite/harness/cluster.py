@@ -192,6 +192,7 @@ class Cluster:
             "AccountingStorageType=accounting_storage/none",
             "JobAcctGatherType=jobacct_gather/none",
             "SchedulerType=sched/backfill",
+            "SchedulerParameters=permit_job_expansion",
             f"SelectType=select/{select}",
             "SelectTypeParameters=CR_Core_Memory",
             "DefMemPerCPU=10",

@@ -5,6 +5,7 @@ given to a job, jobs land topology-aware, and each job's devices are posted
 as ResourceClaims that go away with the job."""
 import json
 import random
+import re
 
 import pytest
 
@@ -244,3 +245,76 @@ def test_claims_follow_a_job_that_shrinks(k8s_cluster):
         claims = job_claims(k8s_cluster, j)
         return len(claims) == 1 and claims[0]["metadata"]["labels"]["k8s-cons-tres.slurm.io/node"] == kept.node
     wait_for(one_claim_on_kept_node, timeout=60, what="only the kept node's claim to remain")
+
+
+def test_claims_follow_a_job_that_grows(k8s_cluster):
+    """Job expansion: B's devices become A's, and A's claims hold exactly
+    what Slurm then records for A (B's claims go)."""
+    a = sbatch(k8s_cluster, "-w", "k8s-n1", "-c2", "-o", "/dev/null", "--wrap", "sleep 120")
+    wait_job(k8s_cluster, a, states={"RUNNING"})
+    # the job that gives its devices away must have no step: an allocation
+    out = k8s_cluster.run("salloc", "--no-shell", "-w", "k8s-n2", "-c2", f"--dependency=expand:{a}",
+                          timeout=60)
+    b = int(re.search(r"Granted job allocation (\d+)", out.stderr + out.stdout).group(1))
+    wait_job(k8s_cluster, b, states={"RUNNING"})
+    wait_for(lambda: job_claims(k8s_cluster, a) and job_claims(k8s_cluster, b), timeout=30,
+             what="claims of both jobs")
+    before = sum(len(x.cpu_ids) for x in job_allocations(k8s_cluster, a))
+    k8s_cluster.run("scontrol", "update", f"jobid={b}", "numnodes=0")
+    grown = wait_for(lambda: (al := job_allocations(k8s_cluster, a)) and
+                     sum(len(x.cpu_ids) for x in al) > before and al,
+                     timeout=30, what="job A to hold B's CPUs")
+    cpu_ids = cpu_ids_by_device(k8s_cluster)
+    want = {x.node: sorted(x.cpu_ids) for x in grown}
+
+    def claims_equal_a():
+        per_node = {}
+        for c in job_claims(k8s_cluster, a):
+            node, cpus, _ = claim_devices(c, cpu_ids)
+            per_node.setdefault(node, []).extend(cpus)
+        return not job_claims(k8s_cluster, b) and {n: sorted(c) for n, c in per_node.items()} == want
+    wait_for(claims_equal_a, timeout=60, what=f"A's claims to equal Slurm's record {want} and B's to go")
+
+
+def test_a_tenant_claim_with_the_plugins_labels_frees_nothing(k8s_cluster, tmp_path):
+    """A tenant copies a running job's claim labels onto a claim in their
+    own namespace: its devices stay the pod's, kept from every job."""
+    node = "k8s-n3"
+    job = sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-c2", "--wrap", "sleep 120")
+    wait_job(k8s_cluster, job, states={"RUNNING"})
+    real = wait_for(lambda: job_claims(k8s_cluster, job), timeout=30, what=f"claims of job {job}")
+    labels = real[0]["metadata"]["labels"]
+    mine = {a.node: set(a.cpu_ids) for a in job_allocations(k8s_cluster, job)}[node]
+    cpu_dev = {v: k[1] for k, v in cpu_ids_by_device(k8s_cluster).items() if k[0] == node}
+    taken = [c for c in range(16, 32) if c not in mine]  # NUMA node 1, never the job's own
+    results = [{"request": "cpu", "driver": "dra.cpu", "pool": node, "device": cpu_dev[c]} for c in taken]
+    results += [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{g}"}
+                for g in (2, 3)]
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "spoof", "namespace": "ml-team", "labels": labels},
+             "spec": {"devices": {"requests": [
+                 {"name": "cpu", "exactly": {"deviceClassName": "dra.cpu", "count": len(taken)}},
+                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}}
+    path = tmp_path / "spoof.json"
+    path.write_text(json.dumps(claim))
+    kubectl(k8s_cluster, "create", "namespace", "ml-team", check=False)
+    kubectl(k8s_cluster, "apply", "-f", str(path))
+    status = {"status": {"allocation": {"devices": {"results": results}, "nodeSelector": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+    try:
+        kubectl(k8s_cluster, "patch", "resourceclaim", "spoof", "-n", "ml-team", "--subresource=status",
+                "--type=merge", "-p", json.dumps(status))
+        wait_for(lambda: "IDX:2-3" in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
+                 timeout=30, what="the spoofed claim's GPUs to be kept from Slurm")
+        jobs = [sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-c8", "--gres=gpu:1", "--wrap", "sleep 60")
+                for _ in range(4)]
+        running = wait_for(lambda: running_allocations(k8s_cluster, jobs), timeout=60,
+                           what="jobs running beside the spoofed claim")
+        for j, allocs in running.items():
+            for a in allocs:
+                assert not set(a.cpu_ids) & set(taken), f"job {j} got CPUs of the spoofed claim"
+                assert not {2, 3} & set(a.gpu_idx), f"job {j} got GPUs of the spoofed claim"
+    finally:
+        kubectl(k8s_cluster, "delete", "resourceclaim", "spoof", "-n", "ml-team", check=False)
+    wait_for(lambda: "IDX:2-3" not in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
+             timeout=30, what="the spoofed claim's GPUs to return to Slurm")
