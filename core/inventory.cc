@@ -35,7 +35,12 @@ std::string format_cpuset(std::vector<int32_t> ids) {
 }
 
 bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids) {
+    // A claim's cpuset is tenant input: no node has more CPUs than this, so
+    // anything longer is refused before it costs memory or time.
+    constexpr size_t kMaxIds = 65536;
     ids->clear();
+    if (text.size() > 16 * kMaxIds)
+        return false;
     size_t pos = 0;
     while (pos < text.size()) {
         size_t end = text.find(',', pos);
@@ -51,6 +56,8 @@ bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids) {
         if (a.empty() || b.empty() || r1.ec != std::errc() || r2.ec != std::errc() ||
             r1.ptr != a.data() + a.size() || r2.ptr != b.data() + b.size() || lo < 0 ||
             hi < lo || hi - lo > 65536)
+            return false;
+        if (ids->size() + static_cast<size_t>(hi - lo) + 1 > kMaxIds)
             return false;
         for (int32_t i = lo; i <= hi; ++i)
             ids->push_back(i);

@@ -257,6 +257,17 @@ TEST_CASE("grouped claims hold their cpuset or a count from the group", "[ledger
     CHECK(bit_test(n->ledger.free_cpus(), 4));  // group 1 keeps its lowest CPU free
 }
 
+TEST_CASE("a cpuset of any size costs bounded memory", "[ledger]") {
+    std::vector<int32_t> ids;
+    std::string many;
+    for (int i = 0; i < 2000; ++i) many += (i ? "," : "") + std::string("0-65535");
+    CHECK_FALSE(parse_cpuset(many, &ids));  // 131 million ids asked for
+    CHECK(ids.size() <= 65536);
+    CHECK_FALSE(parse_cpuset(std::string(20 * 65536, '1'), &ids));
+    CHECK(parse_cpuset("0-65535", &ids));
+    CHECK(ids.size() == 65536);
+}
+
 TEST_CASE("cpuset text", "[ledger]") {
     std::vector<int32_t> ids;
     CHECK(parse_cpuset("2-5,8", &ids));
