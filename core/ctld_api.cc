@@ -63,6 +63,17 @@ extern "C" const char *k8sdra_view_kubernetes_nodes(void) {
     }
 }
 
+extern "C" uint32_t k8sdra_view_drain_after(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        return engine && engine->config()
+                   ? static_cast<uint32_t>(engine->config()->stale_after.count())
+                   : 60;
+    } catch (...) {
+        return 60;
+    }
+}
+
 extern "C" int k8sdra_view_node(const char *node, const struct k8sdra_slurm_node *slurm,
                                 int is_k8s, int *state, uint32_t *cores, size_t core_cap,
                                 size_t *ncores, uint32_t *gres, size_t gres_cap, size_t *ngres,

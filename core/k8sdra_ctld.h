@@ -24,6 +24,12 @@ K8SDRA_API uint64_t k8sdra_view_generation(void);
 /* The KubernetesNodes= Slurm hostlist expression, "" when unset. */
 K8SDRA_API const char *k8sdra_view_kubernetes_nodes(void);
 
+/*
+ * Seconds a node's slices may disagree with slurm.conf before the node is
+ * drained (StaleAfter=): a driver restart republishes well within it.
+ */
+K8SDRA_API uint32_t k8sdra_view_drain_after(void);
+
 enum k8sdra_view_state {
 	K8SDRA_VIEW_NOT_K8S = 0,     /* not a Kubernetes node: plain cons_tres */
 	K8SDRA_VIEW_READY = 1,       /* keep out exactly the cores/GPUs returned */

@@ -26,17 +26,72 @@ static bool running, stopping, ready;
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t agent_cv = PTHREAD_COND_INITIALIZER;
 
-/* Nodes whose slices disagree with slurm.conf are drained, saying why. */
-static void _drain_mismatched(void)
+#define DRAIN_PREFIX "k8s_cons_tres: "
+
+static time_t *mismatch_since;	/* per node index: 0, or first seen */
+static int since_cnt;
+static time_t next_check;	/* when a grace period ends, 0 if none */
+
+/* Rare: with the locks slurmctld's own node updates take. */
+static void _resume(char *nodes)
+{
+	slurmctld_lock_t locks = { .job = WRITE_LOCK, .node = WRITE_LOCK,
+				   .part = WRITE_LOCK, .fed = READ_LOCK };
+	update_node_msg_t msg;
+
+	slurm_init_update_node_msg(&msg);
+	msg.node_names = nodes;
+	msg.node_state = NODE_RESUME;
+	info("select/k8s_cons_tres: resuming %s: slices agree with slurm.conf again", nodes);
+	lock_slurmctld(locks);
+	(void) update_node(&msg, slurm_conf.slurm_user_id);
+	unlock_slurmctld(locks);
+}
+
+/*
+ * A node whose slices disagree with slurm.conf is unavailable at once (the
+ * view keeps it out) but drained only when the disagreement outlasts the
+ * grace period: a driver restart that republishes its slices is no reason
+ * to drain. A node the plugin drained is resumed when they agree again.
+ */
+static void _drain_mismatched(char **resume)
 {
 	node_record_t *node_ptr;
+	time_t now = time(NULL), grace = k8sdra_view_drain_after();
 
+	if (since_cnt != node_record_count) {
+		xfree(mismatch_since);
+		mismatch_since = xcalloc(node_record_count, sizeof(time_t));
+		since_cnt = node_record_count;
+	}
+	next_check = 0;
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
 		const char *why = k8s_view_mismatch(i);
 		char *reason = NULL;
-		if (!why || IS_NODE_DRAIN(node_ptr))
+		if (!why) {
+			mismatch_since[i] = 0;
+			if (IS_NODE_DRAIN(node_ptr) && node_ptr->reason &&
+			    !xstrncmp(node_ptr->reason, DRAIN_PREFIX,
+				      strlen(DRAIN_PREFIX)) &&
+			    k8s_view_node_ready(i))
+				xstrfmtcat(*resume, "%s%s", *resume ? "," : "",
+					   node_ptr->name);
 			continue;
-		xstrfmtcat(reason, "k8s_cons_tres: %s", why);
+		}
+		if (!mismatch_since[i]) {
+			mismatch_since[i] = now;
+			info("select/k8s_cons_tres: %s unavailable: %s (drained if it lasts %lds)",
+			     node_ptr->name, why, (long) grace);
+		}
+		if (now - mismatch_since[i] < grace) {
+			time_t due = mismatch_since[i] + grace;
+			if (!next_check || due < next_check)
+				next_check = due;
+			continue;
+		}
+		if (IS_NODE_DRAIN(node_ptr))
+			continue;
+		xstrfmtcat(reason, DRAIN_PREFIX "%s", why);
 		error("select/k8s_cons_tres: draining %s: %s", node_ptr->name, why);
 		drain_nodes(node_ptr->name, reason, slurm_conf.slurm_user_id);
 		xfree(reason);
@@ -47,14 +102,18 @@ static void _sync_now(void)
 {
 	slurmctld_lock_t locks = { .conf = READ_LOCK, .job = READ_LOCK,
 				   .node = WRITE_LOCK };
+	char *resume = NULL;
 
 	lock_slurmctld(locks);
 	if (k8s_view_refresh())
 		k8s_gpu_sync();
 	else
 		k8s_gpu_sync_pending();
-	_drain_mismatched();
+	_drain_mismatched(&resume);
 	unlock_slurmctld(locks);
+	if (resume)
+		_resume(resume);
+	xfree(resume);
 }
 
 static void *_agent(void *arg)
@@ -73,7 +132,8 @@ static void *_agent(void *arg)
 		pthread_cond_timedwait(&agent_cv, &agent_mu, &until);
 		if (stopping || !ready)
 			continue;
-		if (k8sdra_view_generation() == seen)
+		if (k8sdra_view_generation() == seen &&
+		    !(next_check && time(NULL) >= next_check))
 			continue;
 		seen = k8sdra_view_generation();
 		slurm_mutex_unlock(&agent_mu);
@@ -114,4 +174,6 @@ extern void k8s_agent_stop(void)
 	slurm_mutex_unlock(&agent_mu);
 	pthread_join(agent, NULL);
 	running = false;
+	xfree(mismatch_since);
+	since_cnt = 0;
 }

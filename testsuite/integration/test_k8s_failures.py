@@ -3,6 +3,7 @@
 killed and restarted with jobs running. Nothing double-booked, no claim lost,
 no claim left behind."""
 import json
+import time
 
 from harness.jobs import sbatch, show_job, wait_job
 from harness.kube import faults, job_claims, kubectl, reset_faults
@@ -92,3 +93,60 @@ def test_node_whose_slices_disagree_is_drained_with_the_difference(cluster_facto
     # the others are fine
     states = c.node_states()
     assert states["kube-a"].startswith("idle") and states["plain-c"].startswith("idle"), states
+
+
+def _cpu_slice(c, node):
+    for s in json.loads(kubectl(c, "get", "resourceslices", "-o", "json").stdout)["items"]:
+        if s["spec"]["nodeName"] == node and s["spec"]["driver"] == "dra.cpu":
+            return s
+    raise AssertionError(f"no dra.cpu slice for {node}")
+
+
+def _publish(c, tmp_path, sl):
+    """Replace a slice as its driver would, keeping name and pool."""
+    for k in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        sl["metadata"].pop(k, None)
+    path = tmp_path / f"{sl['metadata']['name']}.json"
+    path.write_text(json.dumps(sl))
+    kubectl(c, "replace", "-f", str(path))
+
+
+def _state(c, node):
+    return c.run("sinfo", "-h", "-N", "-n", node, "-o", "%t|%E").stdout.strip()
+
+
+def test_a_driver_restart_is_no_mismatch_and_a_drained_node_comes_back(cluster_factory, tmp_path):
+    """Slices that shrink for a while make the node unavailable, not
+    drained; a lasting disagreement drains it; when the slices agree again
+    the plugin resumes the node it drained itself."""
+    c = cluster_factory("mixed.json")
+    node, grace = "kube-a", 10  # the harness's StaleAfter
+    full = _cpu_slice(c, node)
+    half = json.loads(json.dumps(full))
+    half["spec"]["devices"] = [d for d in full["spec"]["devices"]
+                               if d["attributes"]["dra.cpu/socketID"]["int"] == 0]
+    log = c.run_dir / "log" / "slurmctld.log"
+
+    # a restart: socket 1's CPUs vanish, then come back within the grace
+    _publish(c, tmp_path, json.loads(json.dumps(half)))
+    wait_for(lambda: f"{node} unavailable" in log.read_text(), timeout=30,
+             what="the plugin to keep the shrunk node out")
+    _publish(c, tmp_path, json.loads(json.dumps(full)))
+    job = sbatch(c, "-w", node, "-o", "/dev/null", "-c2", "--wrap", "sleep 30")
+    wait_job(c, job, states={"RUNNING"})
+    # watch it for longer than the grace: never drained
+    deadline = time.monotonic() + grace + 5
+    while time.monotonic() < deadline:
+        assert not _state(c, node).startswith("drain"), _state(c, node)
+        time.sleep(0.5)
+    c.run("scancel", str(job))
+
+    # a lasting disagreement drains, with the difference as reason ...
+    _publish(c, tmp_path, json.loads(json.dumps(half)))
+    drained = wait_for(lambda: (s := _state(c, node)).startswith("drain") and s, timeout=60,
+                       what=f"{node} to be drained")
+    assert "k8s_cons_tres:" in drained and "sockets" in drained, drained
+    # ... and agreement resumes it
+    _publish(c, tmp_path, json.loads(json.dumps(full)))
+    wait_for(lambda: _state(c, node).startswith("idle"), timeout=60, what=f"{node} to be resumed")
+    assert "resuming kube-a" in log.read_text()
