@@ -24,8 +24,13 @@ struct Core {
     std::unique_ptr<k8sdra::Feed> feed;  // null: Kubernetes integration off
 };
 
-std::mutex g_mu;
-std::unique_ptr<Core> g_core;
+// Production slurmctld exits without calling fini(): the plugin's threads
+// still run while static destructors would. So the lock and the core are
+// never destroyed at exit (the process ends them); only k8sdra_stop(),
+// from fini(), takes the core down in order. Writes cut short by the exit
+// are left for reconciliation after the next start.
+std::mutex &g_mu = *new std::mutex;
+Core *g_core = nullptr;
 
 k8sdra::FeedFactory &factory_slot() {
     static k8sdra::FeedFactory factory;
@@ -103,7 +108,7 @@ extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
                 return K8SDRA_EINVAL;
             }
         }
-        g_core = std::move(core);
+        g_core = core.release();
         if (log) log(K8SDRA_LOG_INFO, (std::string("core ") + k8sdra_version() + " started; " + mode).c_str());
         return K8SDRA_OK;
     } catch (const std::exception &e) {
@@ -119,7 +124,8 @@ extern "C" void k8sdra_stop(void) {
         std::unique_ptr<Core> core;
         {
             std::lock_guard lock(g_mu);
-            core = std::move(g_core);
+            core.reset(g_core);
+            g_core = nullptr;
         }
         core.reset();  // the feed joins its threads outside g_mu
     } catch (...) {

@@ -59,7 +59,20 @@ EngineFeed::EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Con
         cv_.notify_all();
     });
     thread_ = std::thread([this] { run(); });
-    watcher_.start();
+    try {
+        watcher_.start();
+    } catch (...) {
+        // A joinable std::thread destroyed by the unwinding would call
+        // std::terminate inside slurmctld: stop it first, then report.
+        {
+            std::lock_guard lock(mu_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+        engine_->set_claim_sink(nullptr);
+        throw;
+    }
 }
 
 EngineFeed::~EngineFeed() {
