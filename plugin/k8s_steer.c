@@ -123,6 +123,14 @@ static bool _job_gpus(job_record_t *job_ptr, uint32_t *gpus)
 		return false;
 	if (gjs->gres_per_socket)
 		return false;
+	/*
+	 * CPUs per GPU, or binding enforced: cons_tres picks the CPUs next to
+	 * each of the job's GPUs (gres.conf Cores=), spread over sockets
+	 * when the GPUs are; the engine's one CPU block would not follow them.
+	 */
+	if (gjs->cpus_per_gres || gjs->def_cpus_per_gres ||
+	    (job_ptr->bit_flags & GRES_ENFORCE_BIND))
+		return false;
 	if (gjs->gres_per_node)
 		*gpus = gjs->gres_per_node;
 	else if (gjs->gres_per_job)

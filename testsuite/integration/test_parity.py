@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What works with select/cons_tres works with the plugin: core
 reservations keep their cores on Kubernetes nodes, steered or not."""
+import json
 import re
 import subprocess
 
 import pytest
 
-from harness.alignment import job_allocations, parse_id_list
+from harness.alignment import format_id_list, job_allocations, parse_id_list
 from harness.jobs import sbatch, show_job
+from harness.kube import kubectl
 from harness.wait import wait_for
 
 SELECT_PLUGIN_CONS_TRES = 109
@@ -66,3 +68,54 @@ def test_reserved_cores_never_go_to_jobs_outside_the_reservation(k8s_cluster, co
     finally:
         k8s_cluster.run("scancel", "--user", "root", check=False)
         k8s_cluster.run("scontrol", "delete", "reservation", "hold4", check=False)
+
+
+def _hold_gpus(cluster, tmp_path, node, gpus):
+    """A pod's claim holding these GPUs of a node, as kube-scheduler writes it."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "gpu-hog", "namespace": "default"},
+             "spec": {"devices": {"requests": [
+                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": len(gpus)}}]}}}
+    path = tmp_path / "hog.json"
+    path.write_text(json.dumps(claim))
+    kubectl(cluster, "apply", "-f", str(path))
+    results = [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{g}"} for g in gpus]
+    status = {"status": {"allocation": {"devices": {"results": results}, "nodeSelector": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+    kubectl(cluster, "patch", "resourceclaim", "gpu-hog", "-n", "default", "--subresource=status",
+            "--type=merge", "-p", json.dumps(status))
+    idx = format_id_list(gpus)
+    wait_for(lambda: f"IDX:{idx}" in cluster.run("scontrol", "-d", "show", "node", node).stdout,
+             timeout=30, what="the pod's GPUs to be kept from Slurm")
+
+
+def test_cpus_follow_gpus_that_span_sockets(k8s_cluster, tmp_path):
+    """--cpus-per-gpu over GPUs on both sockets: as under cons_tres, every
+    GPU's socket gets CPUs of the job (none stranded on the other socket).
+    Pods hold GPUs 2,3,5,6,7 of k8s-n3: free are 0-1 (socket 0) and 4
+    (socket 1), so a job of 3 GPUs spans both sockets."""
+    from conftest import FIXTURES
+    from harness import fixture as fixture_mod
+
+    node = "k8s-n3"
+    fxn = fixture_mod.load(str(FIXTURES / "demo.json")).node(node)
+    numa_per_socket = fxn.numa_nodes // fxn.sockets
+    core_socket = {c: numa // numa_per_socket for numa in range(fxn.numa_nodes)
+                   for c in fxn.cores_of_numa(numa)}
+    _hold_gpus(k8s_cluster, tmp_path, node, [2, 3, 5, 6, 7])
+    j = None
+    try:
+        j = sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "--cpus-per-gpu=1", "--gpus-per-node=3", "-n3",
+                   "--wrap", "sleep 60")
+        wait_for(lambda: show_job(k8s_cluster, j).get("JobState") == "RUNNING", timeout=60,
+                 what="the GPU job to run")
+        (alloc,) = job_allocations(k8s_cluster, j)
+        cpu_sockets = {core_socket[c // fxn.threads_per_core] for c in alloc.cpu_ids}
+        gpu_sockets = {fxn.gpus[g].numa // numa_per_socket for g in alloc.gpu_idx}
+        assert sorted(alloc.gpu_idx) == [0, 1, 4]
+        assert gpu_sockets <= cpu_sockets, \
+            f"GPUs {alloc.gpu_idx} on sockets {gpu_sockets}, CPUs {alloc.cpu_ids} on {cpu_sockets}"
+    finally:
+        if j:
+            k8s_cluster.run("scancel", str(j), check=False)
+        kubectl(k8s_cluster, "delete", "resourceclaim", "gpu-hog", "-n", "default", check=False)
