@@ -192,3 +192,11 @@ extern "C" int k8sdra_choose(const char *node, uint32_t cpus, uint32_t threads_p
     }
     return K8SDRA_EINTERNAL;
 }
+
+extern "C" void k8sdra_standby(void) {
+    try {
+        if (auto engine = k8sdra::running_engine()) engine->standby();
+    } catch (...) {
+        // never past the C ABI
+    }
+}

@@ -286,6 +286,17 @@ void Engine::job_ended(uint32_t job_id) {
     if (auto s = sink()) s->job_ended(job_id);
 }
 
+void Engine::standby() {
+    if (!config_) return;
+    {
+        std::lock_guard lock(jobs_mu_);
+        jobs_.clear();
+        ended_.clear();
+        ended_order_.clear();
+    }
+    if (auto s = sink()) s->standby();
+}
+
 void Engine::jobs_known(std::vector<JobAlloc> running) {
     if (!config_) return;
     for (auto &job : running) job = kubernetes_names(std::move(job));

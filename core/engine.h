@@ -68,6 +68,11 @@ public:
     // jobs not in `running` may now be deleted.
     virtual void jobs_known(const std::vector<JobAlloc> &running,
                             std::shared_ptr<const Inventory> inventory) = 0;
+    // This slurmctld stopped being the controller in charge (a backup
+    // going back to standby, or shutting down): its job list is frozen from
+    // now on, so nothing may be written or reconciled from it until
+    // jobs_known() again.
+    virtual void standby() = 0;
 };
 
 class Engine {
@@ -103,6 +108,8 @@ public:
     void job_started(JobAlloc job);
     void job_ended(uint32_t job_id);
     void jobs_known(std::vector<JobAlloc> running);
+    // slurmctld relinquished control (see ClaimSink::standby).
+    void standby();
 
 private:
     std::shared_ptr<ClaimSink> sink() const;

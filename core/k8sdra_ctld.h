@@ -105,6 +105,13 @@ K8SDRA_API int k8sdra_jobs_known_add(uint32_t job_id, const char *user,
 				     size_t nnodes);
 K8SDRA_API void k8sdra_jobs_known_end(void);
 
+/*
+ * This slurmctld is no longer the controller in charge (a backup returning
+ * to standby, or shutting down): no claim is written or reconciled from its
+ * now frozen job list until the next k8sdra_jobs_known_end().
+ */
+K8SDRA_API void k8sdra_standby(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,7 @@ void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
 
 void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) {
     std::lock_guard lock(mu_);
+    if (standby_) return;  // the controller in charge writes it
     jobs_[job.job_id] = job;
     intents_.erase(job.job_id);
     if (!inventory) return;  // reconciliation translates once there is one
@@ -91,7 +92,21 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
         if (inventory) translate(job.job_id, *inventory);
     }
     known_ = true;
+    standby_ = false;
     log_.verbose("slurmctld runs " + std::to_string(running.size()) + " jobs; reconciling their claims");
+}
+
+void ClaimSync::standby() {
+    std::lock_guard lock(mu_);
+    if (standby_) return;
+    standby_ = true;
+    const size_t dropped = writer_.discard();
+    jobs_.clear();
+    intents_.clear();
+    submitted_.clear();
+    known_ = false;
+    log_.info("this slurmctld is no longer in control: claim writes and reconciliation stop (" +
+              std::to_string(dropped) + " queued writes left to the controller in charge)");
 }
 
 void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory) {

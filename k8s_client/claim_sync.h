@@ -27,6 +27,7 @@ public:
     void job_ended(uint32_t job_id) override;
     void jobs_known(const std::vector<JobAlloc> &running,
                     std::shared_ptr<const Inventory> inventory) override;
+    void standby() override;
 
     // Feed thread, with a synced snapshot and the inventory built from it.
     void reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory);
@@ -46,6 +47,7 @@ private:
     std::map<uint32_t, std::vector<ClaimIntent>> intents_; // their claims, once translated
     std::map<std::string, Clock::time_point> submitted_;   // claim name -> last write queued
     bool known_ = false;
+    bool standby_ = false;  // no longer in control: write nothing
     ClaimWriter writer_;
 };
 

@@ -94,6 +94,13 @@ void ClaimWriter::stop() {
         failQueued();  // never started: report here
 }
 
+size_t ClaimWriter::discard() {
+    std::lock_guard<std::mutex> lk(mu_);
+    const size_t n = queue_.drain().size();
+    stats_.depth = queue_.size();
+    return n;
+}
+
 // Whatever is still queued at stop is reported as failed.
 void ClaimWriter::failQueued() {
     std::vector<Op> left;

@@ -68,6 +68,9 @@ public:
                                  // (by stop() for a writer never started)
     void start();
     void stop();                 // prompt; queued operations are reported as failed
+    // Drops every operation not yet sent (this controller went to standby:
+    // the active one reconciles); returns how many.
+    size_t discard();
     WriterStats stats() const;
 
 private:

@@ -23,6 +23,7 @@
 
 static pthread_t agent;
 static bool running, stopping, ready;
+static bool in_control;	/* since the last reconfigure, until shutdown_time */
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t agent_cv = PTHREAD_COND_INITIALIZER;
 
@@ -132,6 +133,17 @@ static void *_agent(void *arg)
 		pthread_cond_timedwait(&agent_cv, &agent_mu, &until);
 		if (stopping || !ready)
 			continue;
+		/*
+		 * A backup handing control back (REQUEST_CONTROL) or a
+		 * controller shutting down sets shutdown_time: its job list
+		 * is frozen from here on, so it must write nothing more.
+		 */
+		if (in_control && slurmctld_config.shutdown_time) {
+			in_control = false;
+			info("select/k8s_cons_tres: slurmctld leaves control; claims are left to the controller in charge");
+			k8sdra_standby();
+			continue;
+		}
 		if (k8sdra_view_generation() == seen &&
 		    !(next_check && time(NULL) >= next_check))
 			continue;
@@ -159,6 +171,7 @@ extern void k8s_agent_ready(void)
 {
 	slurm_mutex_lock(&agent_mu);
 	ready = true;
+	in_control = true;	/* reconfigure runs only in the controller in charge */
 	slurm_mutex_unlock(&agent_mu);
 }
 

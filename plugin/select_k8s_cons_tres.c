@@ -38,6 +38,7 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
  */
 List job_list;
 time_t last_node_update;
+slurmctld_config_t slurmctld_config;
 
 extern int init(void)
 {

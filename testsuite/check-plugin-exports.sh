@@ -11,7 +11,7 @@ for sym in $exports; do
 	case "$sym" in
 	plugin_name|plugin_type|plugin_id|plugin_version|init|fini) ;;
 	select_p_*) ;;
-	job_list|last_node_update) ;;
+	job_list|last_node_update|slurmctld_config) ;;
 	*) echo "FAIL: unexpected exported symbol: $sym"; fail=1 ;;
 	esac
 done

@@ -238,3 +238,34 @@ TEST_CASE("a new view made while an informer is behind does not make the view fr
     e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {pod_claim(sl, {4}, {})})), false);
     CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Unavailable);
 }
+
+namespace {
+struct RecordingSink : ClaimSink {
+    std::vector<std::string> calls;
+    void job_started(const JobAlloc &j, std::shared_ptr<const Inventory>) override {
+        calls.push_back("started " + std::to_string(j.job_id));
+    }
+    void job_ended(uint32_t id) override { calls.push_back("ended " + std::to_string(id)); }
+    void jobs_known(const std::vector<JobAlloc> &r, std::shared_ptr<const Inventory>) override {
+        calls.push_back("known " + std::to_string(r.size()));
+    }
+    void standby() override { calls.push_back("standby"); }
+};
+}  // namespace
+
+TEST_CASE("a controller leaving control forgets Slurm's jobs and tells the claim writer") {
+    Engine e(config());
+    auto sink = std::make_shared<RecordingSink>();
+    e.set_claim_sink(sink);
+    auto sl = slices("node1");
+    InventoryOptions io;
+    io.job_label = "k8s-cons-tres.slurm.io/job-id";
+    e.jobs_known({{7, "u", {{"node1", {1}, {}}}}});
+    e.publish(std::make_shared<const Inventory>(
+        Inventory::build(sl, {pod_claim(sl, {2, 3}, {}, {{io.job_label, "7"}})}, io)));
+    CHECK(e.exclusion("node1", nullptr, true).cores.empty());
+    e.standby();
+    CHECK(sink->calls == std::vector<std::string>{"known 1", "standby"});
+    // its frozen job list vouches for no claim any more: fail closed
+    CHECK(e.exclusion("node1", nullptr, true).cores == std::vector<uint32_t>{1});
+}
