@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """make install puts the plugin into Slurm's PluginDir, exporting only Slurm's
-entry points."""
+entry points, and the man pages under the prefix."""
+import os
 import subprocess
 from pathlib import Path
 
 TOP = Path(__file__).resolve().parents[2]
-BUILD = TOP / "build"
+BUILD = Path(os.environ.get("K8SDRA_BUILDDIR") or TOP / "build")
 
 
 def test_installed_plugin_exports_only_slurm_symbols(tmp_path):
@@ -23,3 +24,7 @@ def test_installed_plugin_exports_only_slurm_symbols(tmp_path):
     names = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True,
                            text=True).stdout
     assert "_Z" not in names and "rapidjson" not in names.lower() and "k8sdra" not in names
+    # and the man pages (the Debian package is test_package.py's)
+    for page in ("man5/k8s_cons_tres.conf.5", "man8/select_k8s_cons_tres.8",
+                 "man1/k8s-cons-tres-inspect.1"):
+        assert list(tmp_path.rglob(f"share/man/{page}")), page

@@ -67,7 +67,8 @@ class Api:
             raise st.invalid(rtype, name, causes)
 
     # ------------------------------------------------------------ create
-    def create(self, rtype, ns, obj, keep_status=False, dry_run=False):
+    def create(self, rtype, ns, obj, keep_status=False, dry_run=False,
+               managed_fields=None):
         self._check_type(rtype, obj)
         meta = obj["metadata"]
         self._check_namespace(rtype, ns, meta)
@@ -81,6 +82,8 @@ class Api:
         for key in ("resourceVersion", "deletionTimestamp",
                     "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(key, None)
+        if managed_fields:
+            meta["managedFields"] = managed_fields
         meta["uid"] = str(uuid.uuid4())
         meta["generation"] = 1
         meta["creationTimestamp"] = now_rfc3339()
@@ -118,6 +121,9 @@ class Api:
                     meta[key] = old_obj["metadata"][key]
                 else:
                     meta.pop(key, None)
+            if "managedFields" not in meta and \
+                    "managedFields" in old_obj["metadata"]:
+                meta["managedFields"] = old_obj["metadata"]["managedFields"]
             if rtype.has_status:
                 if "status" in old_obj:
                     obj["status"] = old_obj["status"]
@@ -187,6 +193,14 @@ class Api:
             if subresource == "status":
                 return self.update_status(rtype, ns, name, patched, dry_run)
             return self.update(rtype, ns, name, patched, dry_run)
+
+    # ------------------------------------------------------------ apply
+    def apply(self, rtype, ns, name, body, manager, force=False,
+              dry_run=False, subresource=""):
+        """Server-side apply; returns (result, created)."""
+        from .apply import apply
+        return apply(self, rtype, ns, name, body, manager, force, dry_run,
+                     subresource)
 
     # ------------------------------------------------------------ delete
     def delete(self, rtype, ns, name, options=None, dry_run=False):

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit, parse_qs
 
 from . import status as st
+from .apply import is_apply
 from .routing import resolve, not_found, OPENAPI_V2_PB, OPENAPI_V2_TYPE
 from .selectors import parse_label_selector, parse_field_selector
 from .store import Filter, dumps
@@ -232,6 +233,13 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_entry(200, res)
 
     def verb_patch(self, req, query, body, dry):
+        ctype = self.headers.get("Content-Type")
+        if is_apply(ctype):
+            res, created = self.app.api.apply(
+                req.rtype, req.namespace, req.name, body,
+                query.get("fieldManager"), query.get("force") == "true", dry,
+                req.subresource)
+            return self.send_entry(201 if created else 200, res)
         res = self.app.api.patch(req.rtype, req.namespace, req.name,
                                  self.headers.get("Content-Type"), body,
                                  req.subresource, dry)

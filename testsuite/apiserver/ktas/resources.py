@@ -72,7 +72,40 @@ NAMESPACES = ResourceType(
     "namespaces", "namespace", "Namespace", "", "v1", False,
     has_status=True, short_names=("ns",))
 
-TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES]
+# What the plugin's Kubernetes manifests (etc/kubernetes) hold besides
+# DeviceClasses and Namespaces: accepted, validated and stored; the RBAC kinds
+# are never enforced (tokens carry their own rules, see README.md).
+SERVICE_ACCOUNTS = ResourceType(
+    "serviceaccounts", "serviceaccount", "ServiceAccount", "", "v1", True,
+    short_names=("sa",))
+
+RBAC = "rbac.authorization.k8s.io"
+ROLES = ResourceType(
+    "roles", "role", "Role", RBAC, "v1", True,
+    validate_create=validation.role,
+    validate_update=lambda old, new: validation.role(new))
+CLUSTER_ROLES = ResourceType(
+    "clusterroles", "clusterrole", "ClusterRole", RBAC, "v1", False,
+    validate_create=validation.cluster_role,
+    validate_update=lambda old, new: validation.cluster_role(new))
+ROLE_BINDINGS = ResourceType(
+    "rolebindings", "rolebinding", "RoleBinding", RBAC, "v1", True,
+    validate_create=validation.role_binding,
+    validate_update=validation.role_binding_update)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", RBAC,
+    "v1", False, validate_create=validation.cluster_role_binding,
+    validate_update=validation.cluster_role_binding_update)
+
+PRIORITY_CLASSES = ResourceType(
+    "priorityclasses", "priorityclass", "PriorityClass", "scheduling.k8s.io",
+    "v1", False, validate_create=validation.priority_class,
+    validate_update=validation.priority_class_update, short_names=("pc",))
+
+TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
+         SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
+         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES]
+# Insertion order: resource.k8s.io is the first group in discovery.
 BY_GROUP_VERSION = {}
 for _t in TYPES:
     BY_GROUP_VERSION.setdefault((_t.group, _t.version), {})[_t.name] = _t
@@ -107,7 +140,7 @@ def api_group(group):
 
 
 def api_group_list():
-    groups = sorted({g for (g, _) in BY_GROUP_VERSION if g})
+    groups = list(dict.fromkeys(g for (g, _) in BY_GROUP_VERSION if g))
     return {"kind": "APIGroupList", "apiVersion": "v1",
             "groups": [api_group(g) for g in groups]}
 

@@ -79,8 +79,10 @@ def resolve(method, path, watch):
     else:
         raise not_found()
     ns = ""
+    # /api/v1/namespaces/NAME/status is the Namespace's own subresource;
+    # /api/v1/namespaces/NS/serviceaccounts a namespaced collection.
     if rest and rest[0] == "namespaces" and len(rest) >= 3 and \
-            not (group == "" and len(rest) == 3):
+            not (group == "" and len(rest) == 3 and rest[2] == "status"):
         ns, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
         raise not_found()

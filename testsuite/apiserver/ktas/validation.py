@@ -433,3 +433,142 @@ def device_class(obj):
         if not ((sel or {}).get("cel") or {}).get("expression"):
             out.append(required(f"spec.selectors[{k}].cel.expression"))
     return out
+
+
+# ---------------------------------------------------------------- RBAC
+# Accepted and stored with kube-apiserver's shape checks; never enforced
+# (the server's own token rules decide who may do what).
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+SUBJECT_KINDS = ("ServiceAccount", "User", "Group")
+
+
+def _rules(obj, namespaced):
+    out = []
+    for i, rule in enumerate(obj.get("rules") or []):
+        path = f"rules[{i}]"
+        if not isinstance(rule, dict):
+            out.append(bad(path, rule, "must be an object"))
+            continue
+        if not rule.get("verbs"):
+            out.append(required(f"{path}.verbs", "verbs must contain at "
+                                "least one value"))
+        urls = rule.get("nonResourceURLs") or []
+        if urls and namespaced:
+            out.append(bad(f"{path}.nonResourceURLs", urls, "namespaced "
+                           "rules cannot apply to non-resource URLs"))
+        if urls and (rule.get("resources") or rule.get("apiGroups")):
+            out.append(bad(f"{path}.nonResourceURLs", urls, "rules cannot "
+                           "apply to both regular resources and "
+                           "non-resource URLs"))
+        if not urls:
+            if not rule.get("apiGroups"):
+                out.append(required(f"{path}.apiGroups", "resource rules "
+                                    "must supply at least one api group"))
+            if not rule.get("resources"):
+                out.append(required(f"{path}.resources", "resource rules "
+                                    "must supply at least one resource"))
+    return out
+
+
+def role(obj):
+    return _rules(obj, True)
+
+
+def cluster_role(obj):
+    return _rules(obj, False)
+
+
+def _binding(obj, namespaced):
+    out = []
+    ref = obj.get("roleRef") or {}
+    kinds = ("Role", "ClusterRole") if namespaced else ("ClusterRole",)
+    if not ref.get("name"):
+        out.append(required("roleRef.name"))
+    if ref.get("kind") not in kinds:
+        out.append(unsupported("roleRef.kind", ref.get("kind"), kinds))
+    if ref.get("apiGroup") != RBAC_GROUP:
+        out.append(unsupported("roleRef.apiGroup", ref.get("apiGroup"),
+                               (RBAC_GROUP,)))
+    for i, sub in enumerate(obj.get("subjects") or []):
+        path = f"subjects[{i}]"
+        sub = sub if isinstance(sub, dict) else {}
+        if not sub.get("name"):
+            out.append(required(f"{path}.name"))
+        kind = sub.get("kind")
+        if kind not in SUBJECT_KINDS:
+            out.append(unsupported(f"{path}.kind", kind, SUBJECT_KINDS))
+        elif kind == "ServiceAccount":
+            if sub.get("apiGroup"):
+                out.append(unsupported(f"{path}.apiGroup", sub["apiGroup"],
+                                       ("",)))
+            if not namespaced and not sub.get("namespace"):
+                out.append(required(f"{path}.namespace"))
+        elif sub.get("apiGroup") != RBAC_GROUP:
+            out.append(unsupported(f"{path}.apiGroup", sub.get("apiGroup"),
+                                   (RBAC_GROUP,)))
+    return out
+
+
+def role_binding(obj):
+    return _binding(obj, True)
+
+
+def cluster_role_binding(obj):
+    return _binding(obj, False)
+
+
+def _binding_update(old, new, namespaced):
+    out = _binding(new, namespaced)
+    if old.get("roleRef") != new.get("roleRef"):
+        out.append(bad("roleRef", new.get("roleRef"), "cannot change "
+                       "roleRef"))
+    return out
+
+
+def role_binding_update(old, new):
+    return _binding_update(old, new, True)
+
+
+def cluster_role_binding_update(old, new):
+    return _binding_update(old, new, False)
+
+
+# ---------------------------------------------------------------- scheduling
+
+HIGHEST_USER_PRIORITY = 1000000000
+SYSTEM_CRITICAL_PRIORITY = 2000000000
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+def priority_class(obj):
+    """Also defaults preemptionPolicy, as kube-apiserver does."""
+    out = []
+    value = obj.get("value")
+    name = (obj.get("metadata") or {}).get("name") or ""
+    if not isinstance(value, int) or isinstance(value, bool):
+        out.append(required("value"))
+    elif name.startswith("system-"):
+        if value > SYSTEM_CRITICAL_PRIORITY:
+            out.append(forbidden("value", f"maximum allowed value of a "
+                                 f"system priority class is "
+                                 f"{SYSTEM_CRITICAL_PRIORITY}"))
+    elif value > HIGHEST_USER_PRIORITY:
+        out.append(forbidden("value", f"maximum allowed value of a user "
+                             f"defined priority is {HIGHEST_USER_PRIORITY}"))
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    if obj["preemptionPolicy"] not in PREEMPTION_POLICIES:
+        out.append(unsupported("preemptionPolicy", obj["preemptionPolicy"],
+                               PREEMPTION_POLICIES))
+    if not isinstance(obj.get("globalDefault", False), bool):
+        out.append(bad("globalDefault", obj.get("globalDefault"),
+                       "must be a boolean"))
+    return out
+
+
+def priority_class_update(old, new):
+    out = priority_class(new)
+    for key in ("value", "preemptionPolicy"):
+        if old.get(key) != new.get(key):
+            out.append(forbidden(key, "may not be changed in an update."))
+    return out

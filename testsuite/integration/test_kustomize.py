@@ -1,0 +1,288 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""etc/kubernetes is a kustomize base the real kubectl builds and applies:
+`kubectl kustomize`, then `kubectl apply --server-side --dry-run=server`
+and a real apply against the test API server; the overlay moves the claim
+namespace; the loose etc/rbac.yaml and etc/deviceclasses.yaml (used by the
+harness and by admins without kustomize) say the same as the base."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from apiserver_fixture import TestApiServer, KUBECTL  # noqa: E402
+
+TOP = Path(__file__).resolve().parents[2]
+BASE = TOP / "etc" / "kubernetes"
+OVERLAY = BASE / "overlays" / "example-namespace"
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding",
+                  "PriorityClass", "DeviceClass"}
+APPLY = "application/apply-patch+yaml"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL),
+                                reason="kubectl not installed")
+
+
+def kustomize(path):
+    res = subprocess.run([KUBECTL, "kustomize", str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def docs(text):
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def by_kind(items):
+    out = {}
+    for d in items:
+        out.setdefault(d["kind"], []).append(d)
+    return out
+
+
+def strip(d):
+    """What must agree between the base and the loose files: everything but
+    labels and comments."""
+    d = json.loads(json.dumps(d))
+    d["metadata"].pop("labels", None)
+    return d
+
+
+def default_claim_namespace():
+    header = (TOP / "core" / "plugin_config.h").read_text()
+    return re.search(r'claim_namespace = "([^"]+)"', header).group(1)
+
+
+@pytest.fixture(scope="module")
+def srv():
+    with TestApiServer() as server:
+        yield server
+
+
+def kubectl(srv, *args, stdin=None, ok=True):
+    res = srv.kubectl(*args, input=stdin, timeout=60)
+    if ok:
+        assert res.returncode == 0, res.stderr
+    return res
+
+
+# ---------------------------------------------------------------- build
+
+def test_base_holds_what_the_plugin_needs():
+    items = docs(kustomize(BASE))
+    kinds = by_kind(items)
+    assert sorted(kinds) == sorted([
+        "Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+        "ClusterRoleBinding", "PriorityClass", "DeviceClass"])
+    ns = default_claim_namespace()
+    assert [d["metadata"]["name"] for d in kinds["Namespace"]] == [ns]
+    for d in items:
+        if d["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in d["metadata"], d
+        else:
+            assert d["metadata"]["namespace"] == ns, d
+    pc, = kinds["PriorityClass"]
+    assert pc["metadata"]["name"] == "slurm-k8s-cons-tres-holder"
+    assert pc["preemptionPolicy"] == "Never"
+    assert pc["globalDefault"] is False
+    # high, but a user priority: below system-cluster-critical (2e9)
+    assert 0 < pc["value"] <= 1000000000
+
+
+def test_loose_files_say_the_same_as_the_base():
+    base = [strip(d) for d in docs(kustomize(BASE))]
+    rbac = [strip(d) for d in docs((TOP / "etc" / "rbac.yaml").read_text())]
+    classes = [strip(d) for d in
+               docs((TOP / "etc" / "deviceclasses.yaml").read_text())]
+    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+    assert sorted(rbac + classes, key=key) == \
+        sorted([d for d in base if d["kind"] != "PriorityClass"], key=key)
+
+
+def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
+    kinds = by_kind(docs(kustomize(BASE)))
+    read, = kinds["ClusterRole"]
+    assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
+                              "resources": ["resourceslices",
+                                            "resourceclaims"],
+                              "verbs": ["list", "watch"]}]
+    write, = kinds["Role"]
+    assert sorted((r, v) for rule in write["rules"]
+                  for r in rule["resources"] for v in rule["verbs"]) == [
+        ("resourceclaims", "create"), ("resourceclaims", "delete"),
+        ("resourceclaims", "get"), ("resourceclaims/binding", "update"),
+        ("resourceclaims/status", "update")]
+    sa, = kinds["ServiceAccount"]
+    for binding in kinds["RoleBinding"] + kinds["ClusterRoleBinding"]:
+        assert binding["subjects"] == [{
+            "kind": "ServiceAccount", "name": sa["metadata"]["name"],
+            "namespace": sa["metadata"]["namespace"]}]
+
+
+def test_overlay_moves_the_claim_namespace():
+    items = docs(kustomize(OVERLAY))
+    kinds = by_kind(items)
+    assert [d["metadata"]["name"] for d in kinds["Namespace"]] == \
+        ["hpc-claims"]
+    for d in items:
+        if d["kind"] in CLUSTER_SCOPED:
+            assert "namespace" not in d["metadata"], d
+        else:
+            assert d["metadata"]["namespace"] == "hpc-claims", d
+    for binding in kinds["RoleBinding"] + kinds["ClusterRoleBinding"]:
+        assert {s["namespace"] for s in binding["subjects"]} == \
+            {"hpc-claims"}
+    # everything else is the base's
+    base = docs(kustomize(BASE))
+    assert len(base) == len(items)
+
+
+# ---------------------------------------------------------------- apply
+
+def _objects(srv, items):
+    """The stored version of each manifest object (None when missing)."""
+    out = []
+    for d in items:
+        args = ["get", d["kind"].lower() + "." +
+                (d["apiVersion"].split("/")[0] if "/" in d["apiVersion"]
+                 else ""), d["metadata"]["name"], "-o", "json",
+            "--show-managed-fields"]
+        args[1] = args[1].rstrip(".")
+        if "namespace" in d["metadata"]:
+            args += ["-n", d["metadata"]["namespace"]]
+        res = kubectl(srv, *args, ok=False)
+        out.append(json.loads(res.stdout) if res.returncode == 0 else None)
+    return out
+
+
+def _check_stored(stored, items):
+    for obj, d in zip(stored, items):
+        assert obj is not None, d
+        for key in ("rules", "subjects", "roleRef", "spec", "value",
+                    "preemptionPolicy"):
+            if key in d and not (d["kind"] == "Namespace" and key == "spec"):
+                assert obj[key] == d[key], (key, obj, d)
+        assert obj["metadata"].get("labels") == d["metadata"].get("labels")
+
+
+@pytest.mark.parametrize("path", [BASE, OVERLAY], ids=["base", "overlay"])
+def test_server_side_dry_run_then_apply(srv, path):
+    text = kustomize(path)
+    items = docs(text)
+    namespaces = yaml.safe_dump_all(by_kind(items)["Namespace"])
+    # kube-apiserver refuses objects in a namespace that does not exist,
+    # dry run or not (NamespaceLifecycle): the namespace comes first.
+    res = kubectl(srv, "apply", "--server-side", "--dry-run=server", "-f", "-",
+                  stdin=namespaces)
+    assert "(server dry run)" in res.stdout
+    ns = by_kind(items)["Namespace"][0]["metadata"]["name"]
+    assert kubectl(srv, "get", "namespace", ns, ok=False).returncode != 0
+    kubectl(srv, "apply", "--server-side", "-f", "-", stdin=namespaces)
+
+    res = kubectl(srv, "apply", "--server-side", "--dry-run=server", "-f", "-",
+                  stdin=text)
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == len(items)
+    assert all(line.endswith("serverside-applied (server dry run)")
+               for line in lines), res.stdout
+    role = _objects(srv, by_kind(items)["Role"])
+    assert role == [None], "a dry run stores nothing"
+
+    res = kubectl(srv, "apply", "--server-side", "-f", "-", stdin=text)
+    assert res.stdout.count("serverside-applied") == len(items)
+    stored = _objects(srv, items)
+    _check_stored(stored, items)
+    managers = {e["manager"] for o in stored
+                for e in o["metadata"].get("managedFields", [])}
+    assert managers == {"kubectl"}
+
+    # applying the same again changes nothing
+    kubectl(srv, "apply", "--server-side", "-f", "-", stdin=text)
+    again = _objects(srv, items)
+    assert [o["metadata"]["resourceVersion"] for o in again] == \
+        [o["metadata"]["resourceVersion"] for o in stored]
+
+
+def test_readme_command_apply_k_on_a_fresh_server():
+    """`kubectl apply -k etc/kubernetes` (client-side apply), as README says."""
+    with TestApiServer() as fresh:
+        res = kubectl(fresh, "apply", "-k", str(BASE))
+        items = docs(kustomize(BASE))
+        assert res.stdout.count("created") == len(items), res.stdout
+        _check_stored(_objects(fresh, items), items)
+        res = kubectl(fresh, "apply", "-k", str(BASE))
+        assert res.stdout.count("unchanged") == len(items), res.stdout
+
+
+# ---------------------------------------------------------------- server
+
+def _apply(srv, path, obj, manager="m1", force=False, dry=False):
+    query = f"?fieldManager={manager}" if manager else "?"
+    if force:
+        query += "&force=true"
+    if dry:
+        query += "&dryRun=All"
+    return srv.request("PATCH", path + query, json.dumps(obj),
+                       content_type=APPLY)
+
+
+def test_server_side_apply_ownership_and_validation(srv):
+    path = "/apis/scheduling.k8s.io/v1/priorityclasses/pc-test"
+    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+          "metadata": {"name": "pc-test", "labels": {"a": "1", "b": "1"}},
+          "value": 1000, "description": "first"}
+    assert _apply(srv, path, pc, manager=None)[0] == 400
+    code, _, body = _apply(srv, path, pc, dry=True)
+    assert code == 201 and body["preemptionPolicy"] == "PreemptLowerPriority"
+    assert srv.request("GET", path)[0] == 404
+    assert _apply(srv, path, pc)[0] == 201
+    # another manager setting a field differently conflicts, unless forced
+    other = {**pc, "metadata": {"name": "pc-test"}, "description": "second"}
+    code, _, body = _apply(srv, path, other, manager="m2")
+    assert code == 409 and body["reason"] == "Conflict"
+    assert '.description: conflict with "m1"' in body["message"]
+    assert _apply(srv, path, other, manager="m2", force=True)[0] == 200
+    # a field the manager no longer applies goes (b), one it still does stays
+    code, _, body = _apply(srv, path, {**pc, "metadata": {
+        "name": "pc-test", "labels": {"a": "1"}}, "description": "second"})
+    assert code == 200, body
+    assert body["metadata"]["labels"] == {"a": "1"}
+    assert body["description"] == "second"
+    # immutable value, user priority limit
+    code, _, body = _apply(srv, path, {**pc, "value": 2000}, force=True)
+    assert code == 422 and "may not be changed" in body["message"]
+    big = {**pc, "metadata": {"name": "pc-big"}, "value": 1000000001}
+    code, _, body = _apply(srv, path.replace("pc-test", "pc-big"), big)
+    assert code == 422 and body["details"]["causes"][0]["field"] == "value"
+
+
+def test_rbac_kinds_are_validated_not_enforced(srv):
+    base = "/apis/rbac.authorization.k8s.io/v1"
+    crb = {"apiVersion": "rbac.authorization.k8s.io/v1",
+           "kind": "ClusterRoleBinding", "metadata": {"name": "crb-test"},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                       "kind": "ClusterRole", "name": "nothing"},
+           "subjects": [{"kind": "ServiceAccount", "name": "x"}]}
+    code, _, body = srv.request("POST", base + "/clusterrolebindings", crb)
+    assert code == 422 and body["details"]["causes"][0]["field"] == \
+        "subjects[0].namespace"
+    crb["subjects"][0]["namespace"] = "default"
+    assert srv.request("POST", base + "/clusterrolebindings", crb)[0] == 201
+    crb["roleRef"]["name"] = "other"
+    code, _, body = srv.request("PUT", base + "/clusterrolebindings/crb-test",
+                                crb)
+    assert code == 422 and "cannot change roleRef" in body["message"]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "r"}, "rules": [{"resources": ["x"]}]}
+    code, _, body = srv.request("POST", base + "/namespaces/default/roles",
+                                role)
+    assert code == 422
+    assert {c["field"] for c in body["details"]["causes"]} == \
+        {"rules[0].verbs", "rules[0].apiGroups"}
