@@ -52,6 +52,24 @@ extern "C" uint64_t k8sdra_view_generation(void) {
     }
 }
 
+extern "C" uint64_t k8sdra_view_node_stamp(const char *node) {
+    try {
+        auto engine = k8sdra::running_engine();
+        return engine && node ? engine->node_stamp(node) : 0;
+    } catch (...) {
+        return UINT64_MAX;  // unknown: rebuild it
+    }
+}
+
+extern "C" uint64_t k8sdra_view_full_stamp(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        return engine ? engine->full_stamp() : 0;
+    } catch (...) {
+        return UINT64_MAX;
+    }
+}
+
 extern "C" const char *k8sdra_view_kubernetes_nodes(void) {
     try {
         // The string lives in the engine's config; the engine lives until

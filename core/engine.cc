@@ -56,43 +56,75 @@ void Engine::held_for_slurm(const NodeEntry &entry, Words *cpus, uint64_t *gpus)
     }
 }
 
-// What Slurm's exclusions depend on: which nodes are usable with which
-// topology, and what Slurm must keep out of them. Our own claims change the
-// inventory with every job but must not make slurmctld rebuild its view.
-uint64_t Engine::view_digest(const Inventory &inv) const {
+// What Slurm's exclusions of one node depend on: whether it is usable with
+// which topology, and what Slurm must keep out of it. Our own claims change
+// the inventory with every job but must not make slurmctld rebuild its view.
+uint64_t Engine::node_digest(const NodeEntry &n) const {
     uint64_t h = 0xcbf29ce484222325ULL;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
-    std::lock_guard lock(jobs_mu_);
-    for (const NodeEntry &n : inv.nodes()) {
-        mix(std::hash<std::string>{}(n.name));
-        mix(std::hash<std::string>{}(n.invalid));
-        mix(n.topology.gpus.size());
-        if (!n.usable()) continue;
-        const CpuTopology &t = *n.topology.cpu;
-        mix(t.cpus.size());
-        mix(t.cores.size());
-        mix(t.sockets.size());
-        mix(t.numas.size());
-        Words held;
-        uint64_t gpus = 0;
-        held_for_slurm(n, &held, &gpus);
-        for (size_t i = 0; i < held.size(); ++i)
-            if (held[i]) mix(i ^ (held[i] * 31));
-        mix(gpus);
-    }
-    return h;
+    mix(std::hash<std::string>{}(n.invalid));
+    mix(n.topology.gpus.size());
+    if (!n.usable()) return h;
+    const CpuTopology &t = *n.topology.cpu;
+    mix(t.cpus.size());
+    mix(t.cores.size());
+    mix(t.sockets.size());
+    mix(t.numas.size());
+    Words held;
+    uint64_t gpus = 0;
+    held_for_slurm(n, &held, &gpus);
+    for (size_t i = 0; i < held.size(); ++i)
+        if (held[i]) mix(i ^ (held[i] * 31));
+    mix(gpus);
+    return h | 1;  // never 0: 0 stands for a node gone from the inventory
 }
 
 void Engine::publish(std::shared_ptr<const Inventory> inventory, bool in_sync) {
-    const uint64_t digest = inventory ? view_digest(*inventory) : 0;
-    {
-        std::lock_guard lock(mu_);
-        inventory_ = std::move(inventory);
+    std::unordered_map<std::string, uint64_t> digests;
+    if (inventory) {
+        std::lock_guard lock(jobs_mu_);
+        digests.reserve(inventory->nodes().size());
+        for (const NodeEntry &n : inventory->nodes()) digests.emplace(n.name, node_digest(n));
     }
+    std::lock_guard lock(mu_);
+    // Each node whose answers change gets the new change count as its
+    // stamp, so slurmctld rebuilds only those nodes' bitmaps.
+    const uint64_t next = view_changes_.load() + 1;
+    bool changed = published_.load() == 0;
+    for (const auto &[name, d] : digests) {
+        auto [it, fresh_node] = stamps_.try_emplace(name, NodeStamp{d, next});
+        if (fresh_node || it->second.digest != d) {
+            it->second = {d, next};
+            changed = true;
+        }
+    }
+    for (auto &[name, st] : stamps_)
+        if (st.digest && !digests.count(name)) {
+            st = {0, next};
+            changed = true;
+        }
+    inventory_ = std::move(inventory);
     if (in_sync) synced_at_.store(now_().time_since_epoch().count());
-    const bool first = published_.fetch_add(1) == 0;
-    const bool changed = digest_.exchange(digest) != digest;
-    if (first || changed) view_changes_.fetch_add(1);
+    if (published_.fetch_add(1) == 0) full_stamp_ = next;
+    if (changed) view_changes_.store(next);
+}
+
+void Engine::change_all() {
+    std::lock_guard lock(mu_);
+    full_stamp_ = view_changes_.fetch_add(1) + 1;
+}
+
+uint64_t Engine::node_stamp(const std::string &slurm_node) const {
+    if (!config_) return 0;
+    const std::string name = config_->k8s_node_name(slurm_node);
+    std::lock_guard lock(mu_);
+    auto it = stamps_.find(name);
+    return it == stamps_.end() ? 0 : it->second.stamp;
+}
+
+uint64_t Engine::full_stamp() const {
+    std::lock_guard lock(mu_);
+    return full_stamp_;
 }
 
 void Engine::mark_fresh() { synced_at_.store(now_().time_since_epoch().count()); }
@@ -273,7 +305,7 @@ void Engine::job_started(JobAlloc job) {
     }
     // Only after a restart can a claim of this job be there already, kept
     // out until now: slurmctld's view must be rebuilt then.
-    if (holds_for(inv.get(), job)) view_changes_.fetch_add(1);
+    if (holds_for(inv.get(), job)) change_all();
     if (auto s = sink()) s->job_started(job, inv);
 }
 
@@ -305,7 +337,7 @@ void Engine::jobs_known(std::vector<JobAlloc> running) {
         jobs_.clear();
         for (const auto &job : running) jobs_[job.job_id] = sorted_nodes(job.nodes);
     }
-    view_changes_.fetch_add(1);  // our claims of these jobs are Slurm's now
+    change_all();  // our claims of these jobs are Slurm's now
     if (auto s = sink()) s->jobs_known(running, current());
 }
 

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace k8sdra {
@@ -94,6 +95,11 @@ public:
 
     // Changes whenever exclusion() answers may change.
     uint64_t generation() const;
+    // generation() / 2 when this node's answers last changed (0: never);
+    // full_stamp(): when every node's did. A cache built at generation G
+    // needs only the nodes stamped after G / 2 rebuilt.
+    uint64_t node_stamp(const std::string &slurm_node) const;
+    uint64_t full_stamp() const;
     SlurmExclusion exclusion(const std::string &slurm_node, const SlurmNodeDef *slurm, bool is_k8s) const;
 
     std::shared_ptr<const Inventory> current() const;
@@ -120,7 +126,8 @@ private:
     // job there (jobs_mu_ held).
     void held_for_slurm(const NodeEntry &entry, Words *cpus, uint64_t *gpus) const;
     bool covered(const Holding &h, const NodeEntry &entry) const;
-    uint64_t view_digest(const Inventory &inv) const;
+    uint64_t node_digest(const NodeEntry &entry) const;  // jobs_mu_ held
+    void change_all();
     void remember_ended(uint32_t job_id);
 
     bool fresh(Clock::time_point now) const;
@@ -133,7 +140,12 @@ private:
     std::shared_ptr<ClaimSink> sink_;
     std::atomic<uint64_t> published_{0};
     std::atomic<uint64_t> view_changes_{0};  // publications that changed what Slurm keeps out
-    std::atomic<uint64_t> digest_{0};
+    struct NodeStamp {
+        uint64_t digest = 0;  // 0: gone from the inventory
+        uint64_t stamp = 0;
+    };
+    std::unordered_map<std::string, NodeStamp> stamps_;  // k8s node name; mu_
+    uint64_t full_stamp_ = 0;                            // mu_
     std::atomic<int64_t> synced_at_{0};  // Clock ticks of the last sync
 
     // Slurm's own allocations per job (Kubernetes node names), as slurmctld

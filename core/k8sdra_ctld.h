@@ -21,6 +21,15 @@ extern "C" {
  */
 K8SDRA_API uint64_t k8sdra_view_generation(void);
 
+/*
+ * generation / 2 at which this Slurm node's answers last changed (0: never),
+ * and at which every node's did: a cache built at generation G rebuilds
+ * only nodes stamped after G / 2 unless the full stamp is, or the low bit
+ * (staleness) of the generation changed.
+ */
+K8SDRA_API uint64_t k8sdra_view_node_stamp(const char *node);
+K8SDRA_API uint64_t k8sdra_view_full_stamp(void);
+
 /* The KubernetesNodes= Slurm hostlist expression, "" when unset. */
 K8SDRA_API const char *k8sdra_view_kubernetes_nodes(void);
 

@@ -269,3 +269,28 @@ TEST_CASE("a controller leaving control forgets Slurm's jobs and tells the claim
     // its frozen job list vouches for no claim any more: fail closed
     CHECK(e.exclusion("node1", nullptr, true).cores == std::vector<uint32_t>{1});
 }
+
+TEST_CASE("a pod's claim on one node stamps only that node") {
+    Engine e(config());
+    auto a = slices("node1"), b = slices("node2");
+    std::vector<ResourceSlice> both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    e.publish(std::make_shared<const Inventory>(Inventory::build(both, {})));
+    const uint64_t g0 = e.generation();
+    CHECK(e.full_stamp() == g0 / 2);  // the first view is every node's
+    CHECK(e.node_stamp("node1") == g0 / 2);
+    e.publish(std::make_shared<const Inventory>(Inventory::build(both, {pod_claim(a, {4}, {})})));
+    const uint64_t g1 = e.generation();
+    CHECK(g1 != g0);
+    CHECK(e.node_stamp("node1") == g1 / 2);
+    CHECK(e.node_stamp("node2") == g0 / 2);  // unchanged: not rebuilt
+    CHECK(e.full_stamp() == g0 / 2);
+    // a node leaving the inventory is a change of that node
+    e.publish(std::make_shared<const Inventory>(Inventory::build(a, {pod_claim(a, {4}, {})})));
+    CHECK(e.node_stamp("node2") == e.generation() / 2);
+    CHECK(e.node_stamp("node1") == g1 / 2);
+    CHECK(e.node_stamp("other") == 0);
+    // slurmctld telling its jobs changes every node's answers
+    e.jobs_known({});
+    CHECK(e.full_stamp() == e.generation() / 2);
+}
