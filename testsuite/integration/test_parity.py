@@ -119,3 +119,46 @@ def test_cpus_follow_gpus_that_span_sockets(k8s_cluster, tmp_path):
         if j:
             k8s_cluster.run("scancel", str(j), check=False)
         kubectl(k8s_cluster, "delete", "resourceclaim", "gpu-hog", "-n", "default", check=False)
+
+
+def test_oversubscribed_cores_stay_claimed_while_any_job_uses_them(k8s_cluster):
+    """OverSubscribe=FORCE: two jobs on the same cores. Each job's claims
+    hold all its devices, so a shared CPU is named by both claims and stays
+    out of Kubernetes until the last of those jobs ends; nothing about it is
+    an error."""
+    from harness.kube import claim_devices, cpu_ids_by_device, job_claims
+
+    node = "k8s-n4"
+    log = k8s_cluster.run_dir / "log" / "slurmctld.log"
+    errors_before = log.read_text().count("error: select/k8s_cons_tres")
+    k8s_cluster.run("scontrol", "update", "partitionname=main", "oversubscribe=FORCE:2")
+    jobs = []
+    try:
+        # 40 CPUs each on a node of 64: the
+        # second job can only share
+        for _ in range(2):
+            jobs.append(sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-N1", "-n40", "--mem=16",
+                               "--wrap", "sleep 120"))
+        running = wait_for(lambda: all(show_job(k8s_cluster, j).get("JobState") == "RUNNING" for j in jobs)
+                           and {j: job_allocations(k8s_cluster, j)[0] for j in jobs},
+                           timeout=60, what="both jobs running")
+        shared = set(running[jobs[0]].cpu_ids) & set(running[jobs[1]].cpu_ids)
+        assert shared, f"the jobs share cores: {running}"
+        cpu_ids = cpu_ids_by_device(k8s_cluster)
+
+        def claimed(j):
+            out = set()
+            for c in job_claims(k8s_cluster, j):
+                _, cpus, _ = claim_devices(c, cpu_ids)
+                out.update(cpus)
+            return out
+        wait_for(lambda: all(claimed(j) == set(running[j].cpu_ids) for j in jobs), timeout=30,
+                 what="both jobs' claims with all their CPUs")
+        k8s_cluster.run("scancel", str(jobs[0]))
+        wait_for(lambda: not job_claims(k8s_cluster, jobs[0]), timeout=30, what="the first job's claims to go")
+        assert shared <= claimed(jobs[1]), "the shared CPUs stay claimed by the job still using them"
+        assert log.read_text().count("error: select/k8s_cons_tres") == errors_before, \
+            "sharing cores logs no error"
+    finally:
+        k8s_cluster.run("scancel", *[str(j) for j in jobs], check=False)
+        k8s_cluster.run("scontrol", "update", "partitionname=main", "oversubscribe=NO")
