@@ -21,6 +21,7 @@ ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, Wri
         std::lock_guard lock(mu_);
         submitted_.erase(r.name);  // settled: reconciliation may look again
     });
+    writer_.set_enabled(false);  // until this controller holds the Lease
     writer_.start();
 }
 
@@ -96,6 +97,13 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     log_.verbose("slurmctld runs " + std::to_string(running.size()) + " jobs; reconciling their claims");
 }
 
+void ClaimSync::set_leader(bool leader) {
+    std::lock_guard lock(mu_);
+    if (leader == leader_) return;
+    leader_ = leader;
+    writer_.set_enabled(leader);
+}
+
 void ClaimSync::standby() {
     std::lock_guard lock(mu_);
     if (standby_) return;
@@ -111,7 +119,7 @@ void ClaimSync::standby() {
 
 void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory) {
     std::lock_guard lock(mu_);
-    if (!known_ || !inventory) return;
+    if (!known_ || !leader_ || !inventory) return;
     std::map<std::string, const ClaimIntent *> desired;
     for (const auto &[id, job] : jobs_) {
         if (!intents_.count(id)) translate(id, *inventory);

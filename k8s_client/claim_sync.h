@@ -28,6 +28,9 @@ public:
     void jobs_known(const std::vector<JobAlloc> &running,
                     std::shared_ptr<const Inventory> inventory) override;
     void standby() override;
+    // Whether this controller holds the claim namespace's Lease: only then
+    // are claims written and reconciled (queued writes wait meanwhile).
+    void set_leader(bool leader);
 
     // Feed thread, with a synced snapshot and the inventory built from it.
     void reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory);
@@ -48,6 +51,7 @@ private:
     std::map<std::string, Clock::time_point> submitted_;   // claim name -> last write queued
     bool known_ = false;
     bool standby_ = false;  // no longer in control: write nothing
+    bool leader_ = false;   // holds the Lease
     ClaimWriter writer_;
 };
 

@@ -94,6 +94,14 @@ void ClaimWriter::stop() {
         failQueued();  // never started: report here
 }
 
+void ClaimWriter::set_enabled(bool enabled) {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        enabled_ = enabled;
+    }
+    cv_.notify_all();
+}
+
 size_t ClaimWriter::discard() {
     std::lock_guard<std::mutex> lk(mu_);
     const size_t n = queue_.drain().size();
@@ -124,6 +132,10 @@ void ClaimWriter::failQueued() {
 std::optional<ClaimWriter::Op> ClaimWriter::next() {
     std::unique_lock<std::mutex> lk(mu_);
     while (!stop_->stopped()) {
+        if (!enabled_) {
+            cv_.wait(lk);
+            continue;
+        }
         if (auto op = queue_.take(ClaimQueue::Clock::now()))
             return op;
         if (auto due = queue_.nextDue())

@@ -71,6 +71,9 @@ public:
     // Drops every operation not yet sent (this controller went to standby:
     // the active one reconciles); returns how many.
     size_t discard();
+    // While disabled nothing is sent; queued operations wait (this
+    // controller does not hold the lease). Enabled unless told otherwise.
+    void set_enabled(bool enabled);
     WriterStats stats() const;
 
 private:
@@ -100,6 +103,7 @@ private:
     uint64_t nextId_ = 1;
     WriterStats stats_;
     ResultFn onResult_;
+    bool enabled_ = true;
     std::thread thread_;
 };
 

@@ -7,6 +7,7 @@
 #include "k8s_client/view_json.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <set>
@@ -40,6 +41,16 @@ WatcherOptions watcher_options(const PluginConfig &pc) {
     return o;
 }
 
+LeaseOptions lease_options(const PluginConfig &pc) {
+    LeaseOptions o;
+    o.ns = pc.claim_namespace;
+    std::string cluster = labelValue(pc.cluster_label);
+    for (char &c : cluster) c = (c == '_' || c == '.') ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    o.name = "slurm-k8s-cons-tres-" + cluster;
+    o.identity = controllerIdentity();
+    return o;
+}
+
 WriterOptions writer_options(const PluginConfig &pc) {
     WriterOptions o;
     o.capacity = pc.claim_queue_limit;
@@ -51,6 +62,7 @@ EngineFeed::EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Con
                        WatcherOptions opts, Logger log)
     : engine_(std::move(engine)), log_(log),
       claims_(std::make_shared<ClaimSync>(*engine_->config(), api, writer_options(*engine_->config()), log)),
+      lease_(api, lease_options(*engine_->config()), writer_options(*engine_->config()).client, log),
       watcher_(api, std::move(opts), log) {
     engine_->set_claim_sink(claims_);
     watcher_.store().onPublish([this](const std::shared_ptr<const Snapshot> &) {
@@ -78,6 +90,7 @@ EngineFeed::EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Con
 EngineFeed::~EngineFeed() {
     engine_->set_claim_sink(nullptr);
     watcher_.stop();  // aborts transfers; returns promptly
+    lease_.stop();
     {
         std::lock_guard lock(mu_);
         stopping_ = true;
@@ -203,6 +216,12 @@ void EngineFeed::run() {
                 view_pending_ = false;
                 last_view_ = now;
             }
+            // Only the Lease's holder writes: a split brain never double-writes.
+            if (now - last_lease_ >= std::chrono::seconds(2)) {
+                lease_.tick();
+                last_lease_ = now;
+            }
+            claims_->set_leader(lease_.held());
             if (published_version_ && now - last_reconcile_ >= std::chrono::seconds(2)) {
                 claims_->reconcile(*snap, engine_->current());
                 last_reconcile_ = now;

@@ -9,6 +9,7 @@
 #include "k8s_client/claim_sync.h"
 #include "k8s_client/config.h"
 #include "k8s_client/inventory_watcher.h"
+#include "k8s_client/lease.h"
 #include "k8s_client/log.h"
 
 #include <condition_variable>
@@ -45,6 +46,8 @@ private:
     std::shared_ptr<Engine> engine_;
     Logger log_;
     std::shared_ptr<ClaimSync> claims_;
+    LeaseKeeper lease_;
+    std::chrono::steady_clock::time_point last_lease_{};
     InventoryWatcher watcher_;
     std::mutex mu_;
     std::condition_variable cv_;

@@ -18,6 +18,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/inventory_watcher.cc k8s_client/inventory_watcher.h \
 	k8s_client/json.cc k8s_client/json.h \
 	k8s_client/json_stream.cc k8s_client/json_stream.h \
+	k8s_client/lease.cc k8s_client/lease.h \
 	k8s_client/log.h \
 	k8s_client/slice_json.cc k8s_client/slice_json.h \
 	k8s_client/snapshot.cc k8s_client/snapshot.h \

@@ -150,3 +150,50 @@ def test_a_driver_restart_is_no_mismatch_and_a_drained_node_comes_back(cluster_f
     _publish(c, tmp_path, json.loads(json.dumps(full)))
     wait_for(lambda: _state(c, node).startswith("idle"), timeout=60, what=f"{node} to be resumed")
     assert "resuming kube-a" in log.read_text()
+
+
+def _leases(c):
+    return json.loads(kubectl(c, "get", "leases", "-n", "slurm", "-o", "json").stdout)["items"]
+
+
+def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
+    """Split brain: another controller holds the claim namespace's Lease and
+    keeps renewing it. This slurmctld writes no claim meanwhile; once that
+    lease lapses it takes it over and writes what is missing."""
+    import threading
+    c = cluster_factory("mixed.json")
+    log = c.run_dir / "log" / "slurmctld.log"
+    lease = wait_for(lambda: (items := _leases(c)) and items[0], timeout=30, what="the plugin's Lease")
+    name = lease["metadata"]["name"]
+    assert lease["spec"]["holderIdentity"], lease
+
+    stop = threading.Event()
+
+    def other_controller():
+        """Takes the lease and renews it every second, like a second
+        slurmctld that believes it is in charge."""
+        while not stop.is_set():
+            kubectl(c, "patch", "lease", name, "-n", "slurm", "--type=merge", "-p", json.dumps(
+                {"spec": {"holderIdentity": "other-controller",
+                          "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())}}),
+                check=False)
+            stop.wait(1)
+
+    renewer = threading.Thread(target=other_controller, daemon=True)
+    renewer.start()
+    try:
+        wait_for(lambda: "does not hold Lease" in log.read_text(), timeout=30,
+                 what="the plugin to see it lost the lease")
+        job = sbatch(c, "-w", "kube-b", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
+        wait_job(c, job, states={"RUNNING"})
+        deadline = time.monotonic() + 6  # three of its lease ticks
+        while time.monotonic() < deadline:
+            assert not job_claims(c, job), "a controller without the lease wrote a claim"
+            time.sleep(0.5)
+    finally:
+        stop.set()
+        renewer.join(timeout=10)
+    # the other controller is gone: its lease lapses, ours takes over
+    wait_for(lambda: "took over from other-controller" in log.read_text(), timeout=60,
+             what="the plugin to take the lapsed lease over")
+    wait_for(lambda: job_claims(c, job), timeout=30, what="the missing claim to be written")

@@ -102,9 +102,16 @@ PRIORITY_CLASSES = ResourceType(
     "v1", False, validate_create=validation.priority_class,
     validate_update=validation.priority_class_update, short_names=("pc",))
 
+# The plugin's leader election (k8s_client/lease.cc): optimistic
+# concurrency through resourceVersion, like any object here.
+LEASES = ResourceType(
+    "leases", "lease", "Lease", "coordination.k8s.io", "v1", True,
+    validate_create=validation.lease,
+    validate_update=lambda old, new: validation.lease(new))
+
 TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
          SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
-         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES]
+         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES]
 # Insertion order: resource.k8s.io is the first group in discovery.
 BY_GROUP_VERSION = {}
 for _t in TYPES:

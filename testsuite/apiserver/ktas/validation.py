@@ -572,3 +572,21 @@ def priority_class_update(old, new):
         if old.get(key) != new.get(key):
             out.append(forbidden(key, "may not be changed in an update."))
     return out
+
+
+def lease(obj):
+    """coordination.k8s.io/v1 LeaseSpec, as kube-apiserver validates it."""
+    out = []
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, dict):
+        return [bad("spec", spec, "must be an object")]
+    dur = spec.get("leaseDurationSeconds")
+    if dur is not None and (not isinstance(dur, int) or isinstance(dur, bool) or dur <= 0):
+        out.append(bad("spec.leaseDurationSeconds", dur, "must be greater than 0"))
+    trans = spec.get("leaseTransitions")
+    if trans is not None and (not isinstance(trans, int) or isinstance(trans, bool) or trans < 0):
+        out.append(bad("spec.leaseTransitions", trans, "must be greater than or equal to 0"))
+    holder = spec.get("holderIdentity")
+    if holder is not None and not isinstance(holder, str):
+        out.append(bad("spec.holderIdentity", holder, "must be a string"))
+    return out

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/lease.h"
+
+#include "k8s_client/api_status.h"
+#include "k8s_client/json.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+namespace k8sdra::k8s {
+namespace {
+
+std::string micro_time() {  // metav1.MicroTime: RFC 3339 with microseconds
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[64];
+    std::snprintf(out, sizeof out, "%s.%06lldZ", buf, static_cast<long long>(us));
+    return out;
+}
+
+}  // namespace
+
+std::string controllerIdentity() {
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    return host;
+}
+
+LeaseKeeper::LeaseKeeper(std::shared_ptr<const Config> cfg, LeaseOptions opts, ClientOptions copts, Logger log)
+    : opts_(std::move(opts)), log_(log.child("lease: ")), stop_(std::make_shared<Stopper>()),
+      client_(cfg, std::make_shared<TokenSource>(*cfg), copts, stop_, log_) {}
+
+LeaseKeeper::~LeaseKeeper() { stop(); }
+
+void LeaseKeeper::stop() { stop_->stop(); }
+
+bool LeaseKeeper::held() const {
+    const int64_t until = held_until_.load();
+    return until && Clock::now().time_since_epoch().count() < until;
+}
+
+std::string LeaseKeeper::body(const std::string &rv, int64_t transitions, bool acquire) const {
+    rapidjson::StringBuffer buf;
+    json::Writer w(buf);
+    w.StartObject();
+    json::kv(w, "apiVersion", "coordination.k8s.io/v1");
+    json::kv(w, "kind", "Lease");
+    w.Key("metadata");
+    w.StartObject();
+    json::kv(w, "name", opts_.name);
+    json::kv(w, "namespace", opts_.ns);
+    if (!rv.empty()) json::kv(w, "resourceVersion", rv);  // optimistic: only over what we saw
+    w.EndObject();
+    w.Key("spec");
+    w.StartObject();
+    json::kv(w, "holderIdentity", opts_.identity);
+    w.Key("leaseDurationSeconds");
+    w.Int64(opts_.duration.count());
+    json::kv(w, "acquireTime", acquire ? micro_time() : acquire_time_);
+    json::kv(w, "renewTime", micro_time());
+    w.Key("leaseTransitions");
+    w.Int64(transitions);
+    w.EndObject();
+    w.EndObject();
+    return {buf.GetString(), buf.GetSize()};
+}
+
+bool LeaseKeeper::write(const std::string &method, const std::string &path, const std::string &b) {
+    HttpResponse r = client_.request(method, path, b);
+    if (r.ok()) return true;
+    if (r.status == 403)
+        log_.error("cannot " + method + " Lease " + opts_.ns + "/" + opts_.name + ": " +
+                   parseApiStatus(r.status, r.body).summary() +
+                   "; claims are not written until it can (grant leases get, create, update in namespace " +
+                   opts_.ns + ", see etc/rbac.yaml)");
+    else if (r.status != 409)  // a conflict: someone else moved first, look again next tick
+        log_.verbose(method + " Lease: " + (r.status ? parseApiStatus(r.status, r.body).summary() : r.error));
+    return false;
+}
+
+void LeaseKeeper::tick() {
+    const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(opts_.ns) + "/leases";
+    const std::string item = coll + "/" + urlEncode(opts_.name);
+    const auto now = Clock::now();
+    const auto renewed_until = [&] {
+        // a third of the duration as margin: our renew must be seen before
+        // another controller's clock can call the lease expired
+        return (now + opts_.duration * 2 / 3).time_since_epoch().count();
+    };
+    bool mine = false;
+    try {
+        HttpResponse g = client_.get(item);
+        if (g.status == 404) {
+            acquire_time_ = micro_time();
+            mine = write("POST", coll, body("", 0, true));
+        } else if (g.ok()) {
+            rapidjson::Document doc;
+            json::parse(doc, g.body);
+            const rapidjson::Value *meta = json::member(doc, "metadata");
+            const rapidjson::Value *spec = json::member(doc, "spec");
+            const std::string rv = meta ? json::getString(*meta, "resourceVersion") : "";
+            const std::string holder = spec ? json::getString(*spec, "holderIdentity") : "";
+            const int64_t transitions = spec ? json::getInt(*spec, "leaseTransitions") : 0;
+            if (holder == opts_.identity) {
+                mine = write("PUT", item, body(rv, transitions, false));
+            } else {
+                if (rv != observed_rv_) {
+                    observed_rv_ = rv;
+                    observed_at_ = now;
+                }
+                if (holder.empty() || now - observed_at_ > opts_.duration) {
+                    acquire_time_ = micro_time();
+                    mine = write("PUT", item, body(rv, transitions + 1, true));
+                    if (mine && !holder.empty())
+                        log_.info("took over from " + holder + ", whose lease expired");
+                }
+            }
+        } else {
+            log_.verbose("GET Lease: " + (g.status ? parseApiStatus(g.status, g.body).summary() : g.error));
+        }
+    } catch (const std::exception &e) {
+        log_.error(std::string("Lease answer not understood: ") + e.what());
+    }
+    if (mine) {
+        held_until_.store(renewed_until());
+    } else if (!held()) {
+        held_until_.store(0);
+    }
+    if (held() != reported_) {
+        reported_ = held();
+        if (reported_)
+            log_.info("this slurmctld holds Lease " + opts_.ns + "/" + opts_.name + ": it writes the claims");
+        else
+            log_.error("this slurmctld does not hold Lease " + opts_.ns + "/" + opts_.name +
+                       ": claim writes and reconciliation pause");
+    }
+}
+
+}  // namespace k8sdra::k8s

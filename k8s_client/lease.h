@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Leader election on a coordination.k8s.io/v1 Lease in the claim namespace,
+// the way client-go's leaderelection does it: only the holder writes and
+// reconciles claims, so two controllers that both believe they are in
+// charge (a split brain) never both write. Another holder's lease counts as
+// expired when its resourceVersion has not changed for leaseDurationSeconds
+// by our own clock, so clock skew between hosts does not matter.
+#pragma once
+
+#include "k8s_client/http_client.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace k8sdra::k8s {
+
+struct LeaseOptions {
+    std::string ns;        // the claim namespace
+    std::string name;      // one lease per Slurm cluster
+    std::string identity;  // this controller (its host)
+    std::chrono::seconds duration{15};
+};
+
+class LeaseKeeper {
+public:
+    using Clock = std::chrono::steady_clock;
+    LeaseKeeper(std::shared_ptr<const Config> cfg, LeaseOptions opts, ClientOptions copts, Logger log);
+    ~LeaseKeeper();
+    LeaseKeeper(const LeaseKeeper &) = delete;
+    LeaseKeeper &operator=(const LeaseKeeper &) = delete;
+
+    // One attempt to acquire or renew; blocking I/O, so the feed thread
+    // calls it, never slurmctld's scheduling path.
+    void tick();
+    // Held, and renewed recently enough that no other controller can have
+    // taken it over (a third of the duration is kept as margin).
+    bool held() const;
+    // Aborts a request in flight (shutdown).
+    void stop();
+    const LeaseOptions &options() const { return opts_; }
+
+private:
+    bool write(const std::string &method, const std::string &path, const std::string &body);
+    std::string body(const std::string &rv, int64_t transitions, bool acquire) const;
+
+    LeaseOptions opts_;
+    Logger log_;
+    std::shared_ptr<Stopper> stop_;
+    Client client_;
+    std::atomic<int64_t> held_until_{0};  // Clock ticks; 0: not held
+    std::string observed_rv_;             // another holder's last version
+    Clock::time_point observed_at_{};
+    std::string acquire_time_;
+    bool reported_ = false;               // last state logged: held
+};
+
+// This host's name: one slurmctld per host, so a controller restarted on
+// the same host (kill -9, upgrade) takes its lease back at once.
+std::string controllerIdentity();
+
+}  // namespace k8sdra::k8s
