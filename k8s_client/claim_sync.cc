@@ -51,7 +51,7 @@ void ClaimSync::submit_remove(const std::string &name) {
 
 void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
     std::string error;
-    auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error);
+    auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error, &log_);
     if (!error.empty()) {
         log_.error(error + "; no claim written for it");
         intents.clear();

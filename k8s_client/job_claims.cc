@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <set>
 
 namespace k8sdra::k8s {
 namespace {
@@ -52,10 +54,14 @@ bool node_claim(const JobAlloc &job, const JobNodeAlloc &n, const NodeEntry &ent
     }
     out->grouped = cpu.grouped;
     if (cpu.grouped && !out->cpu_ids.empty()) {
+        // One request per group device, asking for exactly the CPUs Slurm
+        // uses there, so spec (capacity request) and status (consumedCapacity
+        // of a share) say the same. The driver honours the cpuset only in
+        // machine grouping; in numa/socket grouping it pins counts per group.
         for (const CpuGroup &g : cpu.groups) {
             const uint32_t count = popcount_and(g.mask.data(), mine.data(), cpu.words);
             if (!count) continue;
-            AllocationResult r{"cpu", cfg.cpu_driver, n.node, g.device, "", {}};
+            AllocationResult r{"cpu-" + g.device, cfg.cpu_driver, n.node, g.device, "", {}};
             r.shareID = stable_uuid(std::to_string(job.job_id) + "/" + n.node + "/" + g.device);
             r.consumedCapacity[cfg.cpu_driver + "/cpu"] = std::to_string(count);
             out->cpu_results.push_back(std::move(r));
@@ -75,14 +81,16 @@ bool node_claim(const JobAlloc &job, const JobNodeAlloc &n, const NodeEntry &ent
     return true;
 }
 
+// Individual mode: one request for all CPU results of the part.
 ClaimRequestSpec cpu_request(const NodeClaim &nc, size_t count, const PluginConfig &cfg) {
     ClaimRequestSpec r{"cpu", cfg.cpu_device_class, static_cast<int64_t>(count), {}, {}};
-    if (nc.grouped) {
-        r.count = static_cast<int64_t>(count);  // group devices shared
-        r.capacity[cfg.cpu_driver + "/cpu"] = std::to_string(nc.cpu_ids.size());
-    } else {
-        r.celSelectors.push_back("device.attributes['" + cfg.cpu_driver + "'].cpuID in [" + id_list(nc.cpu_ids) + "]");
-    }
+    r.celSelectors.push_back("device.attributes['" + cfg.cpu_driver + "'].cpuID in [" + id_list(nc.cpu_ids) + "]");
+    return r;
+}
+
+// Grouped mode: the request of one group share, capacity as consumed.
+ClaimRequestSpec group_request(const AllocationResult &share, const PluginConfig &cfg) {
+    ClaimRequestSpec r{share.request, cfg.cpu_device_class, 1, {}, share.consumedCapacity};
     return r;
 }
 
@@ -111,13 +119,30 @@ void split(const JobAlloc &job, const std::string &node, const NodeClaim &nc, co
         const size_t last = std::min(all.size(), first + kMaxResultsPerClaim);
         in.results.assign(all.begin() + first, all.begin() + last);
         const size_t ncpu = std::count_if(in.results.begin(), in.results.end(),
-                                          [](const AllocationResult &r) { return r.request == "cpu"; });
+                                          [&](const AllocationResult &r) { return r.driver == cfg.cpu_driver; });
         const size_t ngpu = in.results.size() - ncpu;
-        if (ncpu) in.requests.push_back(cpu_request(nc, ncpu, cfg));
+        if (ncpu && !nc.grouped) in.requests.push_back(cpu_request(nc, ncpu, cfg));
+        for (size_t i = 0; nc.grouped && i < ncpu; ++i) in.requests.push_back(group_request(in.results[i], cfg));
         if (ngpu) in.requests.push_back(gpu_request(nc, ngpu, cfg));
         if (ncpu && nc.grouped) in.opaqueCpuset = nc.cpuset;
         out->push_back(std::move(in));
     }
+}
+
+// numa/socket grouping: the driver picks the CPUs of a share itself, so
+// Slurm's exact CPUs are not what a pod on the node is kept from (machine
+// grouping honours the cpuset). Said once per node and process.
+void note_grouped(const std::string &node, const CpuTopology &cpu, const Logger &log) {
+    if (cpu.groups.size() == 1 && cpu.groups.front().device == "cpudevmachine") return;
+    static std::mutex mu;
+    static std::set<std::string> told;
+    {
+        std::lock_guard lock(mu);
+        if (!told.insert(node).second) return;
+    }
+    const std::string first = cpu.groups.empty() ? "" : cpu.groups.front().device;
+    log.info("node " + node + ": dra.cpu publishes grouped devices (" + first + ", ...): Slurm's claims there reserve " +
+             "CPU counts per group, not individual CPUs; run dra.cpu in individual mode for exact CPU isolation");
 }
 
 }  // namespace
@@ -135,13 +160,14 @@ std::string stable_uuid(const std::string &text) {
 
 std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &inventory,
                                     const PluginConfig &config, const std::string &cluster,
-                                    std::string *error) {
+                                    std::string *error, const Logger *log) {
     std::vector<ClaimIntent> out;
     for (const JobNodeAlloc &n : job.nodes) {
         const NodeEntry *entry = inventory.node(n.node);
         if (!entry || !entry->usable()) continue;
         NodeClaim nc;
         if (!node_claim(job, n, *entry, config, &nc, error)) return {};
+        if (log && nc.grouped && !nc.cpu_ids.empty()) note_grouped(n.node, *entry->topology.cpu, *log);
         split(job, n.node, nc, config, cluster, &out);
     }
     return out;

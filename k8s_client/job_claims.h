@@ -2,13 +2,16 @@
 // A Slurm job's devices on its Kubernetes nodes as the ResourceClaims that
 // hold exactly those devices: one claim per node, split in parts of at most
 // 32 results (AllocationResultsMaxSize); in grouped dra.cpu mode the CPUs
-// travel as shares of the group devices plus the opaque cpuset.
+// travel as one share per group device (its own request, capacity request =
+// consumedCapacity = the CPUs Slurm uses in that group) plus the opaque
+// cpuset, which the driver honours only in machine grouping.
 #pragma once
 
 #include "core/engine.h"
 #include "core/inventory.h"
 #include "core/plugin_config.h"
 #include "k8s_client/claim_json.h"
+#include "k8s_client/log.h"
 
 #include <string>
 #include <vector>
@@ -20,10 +23,12 @@ inline constexpr const char *kLabelUser = "k8s-cons-tres.slurm.io/user";
 
 // Nodes the inventory does not know (not Kubernetes nodes) get no claim.
 // A core or GPU index the node does not have is an error: *error says which
-// and nothing is returned for that job.
+// and nothing is returned for that job. With a log, the first claim on a
+// node in numa or socket grouping logs once (info) that such claims isolate
+// CPU counts per group, not individual CPUs.
 std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &inventory,
                                     const PluginConfig &config, const std::string &cluster,
-                                    std::string *error);
+                                    std::string *error, const Logger *log = nullptr);
 
 // A stable UUID (for shareID) from any text.
 std::string stable_uuid(const std::string &text);

@@ -68,6 +68,38 @@ def find_built(rel: str, what: str) -> Path:
     return max(built, key=lambda p: p.stat().st_mtime)
 
 
+def find_inspect() -> Path:
+    """k8s-cons-tres-inspect of the build the plugin comes from:
+    $K8SDRA_BUILDDIR, the build holding $K8S_CONS_TRES_PLUGIN, the newest of
+    ./build and in-tree, else the installed one."""
+    rel = "tools/k8s-cons-tres-inspect"
+    dirs = [os.environ.get("K8SDRA_BUILDDIR", "")]
+    plugin = os.environ.get("K8S_CONS_TRES_PLUGIN")
+    if plugin and Path(plugin).parent.name == ".libs":
+        dirs.append(str(Path(plugin).parent.parent))
+    for d in dirs:
+        if d and (Path(d) / rel).is_file():
+            return Path(d) / rel
+    try:
+        return find_built(rel, "k8s-cons-tres-inspect")
+    except ClusterError:
+        installed = shutil.which("k8s-cons-tres-inspect")
+        if installed:
+            return Path(installed)
+        raise
+
+
+def inspect_recorded(slices, claims) -> dict:
+    """What the plugin makes of recorded slices, as k8s-cons-tres-inspect --json says."""
+    cmd = [str(find_inspect()), "--json", "--slices", *map(str, slices)]
+    if claims:
+        cmd += ["--claims", *map(str, claims)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if res.returncode != 0:
+        raise ClusterError(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
+    return json.loads(res.stdout)
+
+
 APISERVER = TOP / "testsuite" / "apiserver" / "k8s_test_apiserver.py"
 GENERATOR = "testsuite/fixtures/k8sdra_fixture_gen"
 
@@ -125,6 +157,17 @@ def marked_processes(run_dir: Path) -> list:
 class Cluster:
     def __init__(self, run_dir):
         self.run_dir = Path(run_dir).resolve()
+        # Extra environment for every process of this cluster: the daemons,
+        # the client commands run() starts and, through them, slurmstepd and
+        # the jobs. Set it before up(). For a sanitizer-built plugin this
+        # carries LD_PRELOAD of the runtime, which every one of them needs:
+        # slurmctld, slurmd, slurmstepd, srun, sinfo and scontrol all load
+        # the select plugin (see testsuite/integration/test_asan_plugin.py).
+        self.extra_env = {}
+        # Address the test API server listens on (its certificate names it
+        # too). harness/ha.py sets a veth address so that a backup
+        # slurmctld in another network namespace reaches the server.
+        self.apiserver_host = "127.0.0.1"
 
     # ---- paths ------------------------------------------------------------
     @property
@@ -145,6 +188,7 @@ class Cluster:
         kube = self.run_dir / "apiserver" / "kubeconfig"
         if kube.exists():
             env["KUBECONFIG"] = str(kube)
+        env.update(self.extra_env)
         return env
 
     def run(self, *cmd, check=True, timeout=60, **kw) -> subprocess.CompletedProcess:
@@ -223,9 +267,9 @@ class Cluster:
                 if not dev.exists():
                     # slurmd insists on a character device; /dev/null's numbers do.
                     os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))
-                cores = node.cores_of_numa(gpu.numa)
-                gres.append(f"NodeName={node.name} Name=gpu Type={fx.gpu_type} File={dev} "
-                            f"Cores={format_id_list(cores)}")
+                cores = node.cores_of_numa(gpu.numa)  # none: affinity unknown (recorded slices)
+                gres.append(f"NodeName={node.name} Name=gpu Type={fx.gpu_type} File={dev}" +
+                            (f" Cores={format_id_list(cores)}" if cores else ""))
         names = ",".join(n.name for n in fx.nodes)
         lines.append(f"PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP")
         (etc / "slurm.conf").write_text("\n".join(lines) + "\n")
@@ -278,11 +322,14 @@ class Cluster:
         """The test Kubernetes API server, seeded from the fixture, and the
         plugin's configuration pointing at it."""
         seed = self.run_dir / "etc" / "k8s-seed.json"
-        items = k8s_seed.seed_objects(fx, str(find_built(GENERATOR, "the fixture generator")))
+        if isinstance(fx, fixture_mod.Recorded):
+            items = list(fx.seed_items)
+        else:
+            items = k8s_seed.seed_objects(fx, str(find_built(GENERATOR, "the fixture generator")))
         seed.write_text(json.dumps({"items": items}))
         info = self.apiserver_dir / "server.json"
         self._spawn("apiserver", ["/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
-                                  "--port", "0", "--seed", str(seed)])
+                                  "--host", self.apiserver_host, "--port", "0", "--seed", str(seed)])
         wait_for(info.exists, timeout=60, what="the test API server to listen",
                  on_timeout=lambda: self.tail("log/apiserver.out"))
         kubeconfig = self._least_privilege_kubeconfig()
@@ -322,17 +369,27 @@ class Cluster:
     def apiserver(self) -> dict:
         return json.loads((self.apiserver_dir / "server.json").read_text())
 
-    def prepare(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None):
-        """Write the run directory's configuration; start nothing."""
+    def prepare(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None,
+                slices=None, claims=None):
+        """Write the run directory's configuration; start nothing. With
+        `slices` (recorded files) the nodes are what k8s-cons-tres-inspect
+        derives from them, and the fixture is not read."""
         if select not in SELECT_TYPES:
             raise ClusterError(f"--select must be one of {SELECT_TYPES}")
-        fx = fixture_mod.load(fixture_path)
+        if slices:
+            fx = fixture_mod.from_inspect(inspect_recorded(slices, claims or []),
+                                          k8s_seed.seed_recorded(slices, claims or []))
+            source = {"slices": [str(Path(f).resolve()) for f in slices],
+                      "claims": [str(Path(f).resolve()) for f in claims or []]}
+        else:
+            fx = fixture_mod.load(fixture_path)
+            source = {"fixture": str(Path(fixture_path).resolve())}
         plugin = Path(plugin) if plugin else find_plugin()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(1 + len(fx.nodes))
         self._write_config(fx, select, plugin, ports)
         self.state_file.write_text(json.dumps({
-            "fixture": str(Path(fixture_path).resolve()), "select": select,
+            **source, "select": select,
             "plugin": str(plugin), "nodes": [n.name for n in fx.nodes],
             "slurmctld_port": ports[0]}, indent=1))
         return fx
@@ -341,8 +398,9 @@ class Cluster:
     def plugin_conf(self) -> Path:
         return self.run_dir / "etc" / "k8s_cons_tres.conf"
 
-    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None, kubernetes=True):
-        fx = self.prepare(fixture_path, select, plugin)
+    def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None, kubernetes=True,
+           slices=None, claims=None):
+        fx = self.prepare(fixture_path, select, plugin, slices, claims)
         try:
             if kubernetes:
                 self.start_apiserver(fx)

@@ -161,3 +161,74 @@ def load(path: str) -> Fixture:
     except (OSError, json.JSONDecodeError) as e:
         raise FixtureError(f"{path}: {e}") from e
     return parse(data, path)
+
+
+# ---- clusters from recorded slices (testsuite/cluster up --slices) ---------
+
+@dataclass(frozen=True)
+class RecordedGpu:
+    numa: int          # NUMA id, -1 when the plugin cannot tell
+    device: str
+    cores: tuple       # Slurm core indices of its NUMA node (gres.conf Cores=)
+
+
+@dataclass(frozen=True)
+class RecordedNode:
+    """A node as k8s-cons-tres-inspect derives it from recorded slices; the
+    same interface as Node where the harness writes slurm.conf/gres.conf."""
+    name: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    gpus: tuple
+    numa_cores: tuple  # ((numa id, (Slurm core indices)), ...)
+    kubernetes: bool = True
+
+    @property
+    def slurm(self) -> "RecordedNode":
+        return self
+
+    @property
+    def cores(self) -> int:
+        return self.sockets * self.cores_per_socket
+
+    @property
+    def cpus(self) -> int:
+        return self.cores * self.threads_per_core
+
+    def cores_of_numa(self, numa: int) -> list:
+        return list(dict(self.numa_cores).get(numa, ()))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Nodes and API objects from recorded slices and claims (kubectl -o json)."""
+    name: str
+    gpu_type: str
+    nodes: tuple
+    seed_items: tuple
+    held_by_pods: tuple = field(default=())
+
+    def node(self, name: str) -> RecordedNode:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+
+def from_inspect(report: dict, seed_items: list, gpu_type: str = "dra") -> Recorded:
+    """The nodes of `k8s-cons-tres-inspect --json` output."""
+    nodes = []
+    for n in report["nodes"]:
+        if not n.get("sockets"):
+            raise FixtureError(f"node {n['name']}: no CPU slices the plugin can read: {n.get('invalid')}")
+        if not NAME_RE.match(n["name"]):
+            raise FixtureError(f"node {n['name']!r} is not a DNS label")
+        gpus = tuple(RecordedGpu(-1 if g["numa"] is None else int(g["numa"]), g["device"],
+                                 tuple(g["slurm_cores"])) for g in n["gpus"])
+        numa_cores = tuple((m["id"], tuple(m["slurm_cores"])) for m in n["numa_nodes"])
+        nodes.append(RecordedNode(n["name"], n["sockets"], n["cores_per_socket"],
+                                  n["threads_per_core"], gpus, numa_cores))
+    if not nodes:
+        raise FixtureError("the recorded slices describe no node")
+    return Recorded("recorded", gpu_type, tuple(nodes), tuple(seed_items))

@@ -6,6 +6,7 @@ the ResourceClaims that pods already hold (held_by_pods), allocated."""
 import json
 import subprocess
 import uuid
+from pathlib import Path
 
 from . import fixture as fixture_mod
 
@@ -95,3 +96,37 @@ def seed_objects(fx, generator: str) -> list:
     for h in fx.held_by_pods:
         items.append(held_claim(fx.node(h.node), slices_by_node[h.node], h))
     return items
+
+
+# ---- recorded objects (testsuite/cluster up --slices/--claims) -------------
+
+def _items(path: str, kind: str) -> list:
+    """The objects of one `kubectl get ... -o json` file (a List or one object)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise fixture_mod.FixtureError(f"{path}: {e}") from e
+    items = doc.get("items") if isinstance(doc, dict) and "items" in doc else doc
+    items = items if isinstance(items, list) else [items]
+    out = []
+    for item in items:
+        if item.get("kind", kind) != kind:
+            raise fixture_mod.FixtureError(f"{path}: {item.get('kind')} where a {kind} was expected")
+        meta = item.get("metadata", {})
+        # what the server assigned (uid, resourceVersion, ...) is assigned anew
+        kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+        obj = {"apiVersion": item.get("apiVersion", "resource.k8s.io/v1"), "kind": kind,
+               "metadata": kept, "spec": item.get("spec", {})}
+        if "status" in item:
+            obj["status"] = item["status"]
+        out.append(obj)
+    return out
+
+
+def seed_recorded(slice_files, claim_files) -> list:
+    """Seed objects from recorded slices and the claims pods hold."""
+    slices = [o for f in slice_files for o in _items(f, "ResourceSlice")]
+    claims = [o for f in claim_files for o in _items(f, "ResourceClaim")]
+    namespaces = sorted({c["metadata"].get("namespace", "default") for c in claims} | {"slurm"})
+    items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces]
+    return items + slices + claims

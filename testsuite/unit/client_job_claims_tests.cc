@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -101,26 +103,85 @@ TEST_CASE("more than 32 devices are split over claims of at most 32 results") {
     CHECK(total_cpu == 40);
 }
 
-TEST_CASE("grouped mode: shares of the group devices and the exact cpuset") {
+// Every CPU request of a grouped claim asks for exactly what its one result
+// consumes, and names no other device: spec and status say the same.
+void check_grouped_consistent(const ClaimIntent &c) {
+    for (const auto &r : c.results) {
+        if (r.driver != "dra.cpu") continue;
+        auto q = std::find_if(c.requests.begin(), c.requests.end(),
+                              [&](const ClaimRequestSpec &x) { return x.name == r.request; });
+        REQUIRE(q != c.requests.end());
+        CHECK(q->count == 1);
+        CHECK(q->capacity == r.consumedCapacity);
+        CHECK(std::count_if(c.results.begin(), c.results.end(),
+                            [&](const AllocationResult &x) { return x.request == r.request; }) == 1);
+        CHECK(std::regex_match(r.shareID, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+    }
+}
+
+TEST_CASE("grouped mode: one share per group, its request asking for what it consumes") {
     const Inventory inv = inventory(CpuMode::GroupNuma);
     std::string error;
-    // cores 5 and 6 sit in two different NUMA nodes of socket 0
-    auto claims = job_claims(job({5, 6}), inv, config(), "hpc1", &error);
+    // cores 5 and 6 sit in two different NUMA nodes of socket 0; core 7 too
+    auto claims = job_claims(job({5, 6, 7}), inv, config(), "hpc1", &error);
     REQUIRE(error.empty());
     REQUIRE(claims.size() == 1);
     const ClaimIntent &c = claims[0];
     REQUIRE(c.results.size() == 2);
-    std::set<std::string> devices;
-    for (const auto &r : c.results) {
-        devices.insert(r.device);
-        CHECK(r.consumedCapacity.at("dra.cpu/cpu") == "2");
-        CHECK(std::regex_match(r.shareID, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
-    }
-    CHECK(devices.size() == 2);
+    REQUIRE(c.requests.size() == 2);
+    std::map<std::string, std::string> consumed;
+    for (const auto &r : c.results) consumed[r.device] = r.consumedCapacity.at("dra.cpu/cpu");
+    CHECK(consumed == std::map<std::string, std::string>{{"cpudevnuma000", "2"}, {"cpudevnuma001", "4"}});
+    check_grouped_consistent(c);
+    CHECK(c.results[0].shareID != c.results[1].shareID);
     std::vector<int32_t> ids;
     REQUIRE(parse_cpuset(c.opaqueCpuset, &ids));
-    CHECK(std::set<int32_t>(ids.begin(), ids.end()) == cpu_ids_of(inv, {5, 6}));
-    CHECK(c.requests.at(0).capacity.at("dra.cpu/cpu") == "4");
+    CHECK(std::set<int32_t>(ids.begin(), ids.end()) == cpu_ids_of(inv, {5, 6, 7}));
+    // the status written for it carries both shares and their capacity
+    const std::string status = encodeClaimStatus(c, "1");
+    CHECK(status.find("\"consumedCapacity\":{\"dra.cpu/cpu\":\"4\"}") != std::string::npos);
+    CHECK(status.find("\"capacity\":{\"requests\":{\"dra.cpu/cpu\":\"4\"}}") != std::string::npos);
+}
+
+TEST_CASE("socket grouping with GPUs: shares and GPUs split, each part consistent") {
+    const Inventory inv = inventory(CpuMode::GroupSocket);
+    std::vector<uint32_t> cores;
+    for (uint32_t k = 0; k < 24; ++k) cores.push_back(k);
+    std::string error;
+    auto claims = job_claims(job(cores, {0, 3}), inv, config(), "hpc1", &error);
+    REQUIRE(claims.size() == 1);
+    const ClaimIntent &c = claims[0];
+    REQUIRE(c.results.size() == 4);
+    check_grouped_consistent(c);
+    CHECK(c.results[0].consumedCapacity.at("dra.cpu/cpu") == "24");
+    CHECK(c.results[1].consumedCapacity.at("dra.cpu/cpu") == "24");
+    // a GPU on a device without multiple allocations is a plain result
+    CHECK(c.results[2].request == "gpu");
+    CHECK(c.results[2].shareID.empty());
+    CHECK(c.requests.back().count == 2);
+}
+
+TEST_CASE("grouped mode is logged once per node at info level; machine grouping not") {
+    std::vector<std::string> lines;
+    Logger log([&](LogLevel l, const std::string &m) { if (l == LogLevel::Info) lines.push_back(m); }, "t: ");
+    std::string error;
+    const Inventory numa = inventory(CpuMode::GroupNuma);
+    job_claims(job({0}), numa, config(), "hpc1", &error, &log);
+    job_claims(job({9}), numa, config(), "hpc1", &error, &log);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("node node1") != std::string::npos);
+    CHECK(lines[0].find("counts per group, not individual CPUs") != std::string::npos);
+    FixtureOptions o;
+    o.node = "node2";
+    o.mode = CpuMode::GroupMachine;
+    FixtureResult f = fixture_from_synthetic("pack:1 core:4 pu:2", o);
+    REQUIRE(f.ok);
+    const Inventory machine = Inventory::build(f.slices, {});
+    JobAlloc j{7, "bob", {JobNodeAlloc{"node2", {0}, {}}}};
+    auto claims = job_claims(j, machine, config(), "hpc1", &error, &log);
+    REQUIRE(claims.size() == 1);
+    CHECK(claims[0].results.at(0).consumedCapacity.at("dra.cpu/cpu") == "2");
+    CHECK(lines.size() == 1);
 }
 
 TEST_CASE("nodes the inventory does not know get no claim; bad indices are errors") {

@@ -82,7 +82,7 @@ class App:
         server_json = os.path.join(rundir, "server.json")
         if os.path.exists(server_json):
             os.unlink(server_json)
-        certs.ensure_certs(rundir)
+        certs.ensure_certs(rundir, hosts=[opts.host])
         tokens = certs.ensure_tokens(rundir)
         for role, tok in tokens.items():
             self.auth.add(tok, role, BUILTIN_RULES[role])

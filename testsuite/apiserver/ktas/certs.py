@@ -2,6 +2,7 @@
 """Run directory material: CA and server certificate (openssl CLI), bearer
 tokens and the kubeconfig files for clients."""
 
+import ipaddress
 import json
 import os
 import secrets
@@ -39,10 +40,37 @@ def _have(rundir, stem):
                for ext in ("crt", "key"))
 
 
-def ensure_certs(rundir):
-    """ca.crt/ca.key, server.crt/server.key (SAN 127.0.0.1, localhost) and
+def server_san(hosts=()):
+    """subjectAltName of the server certificate: 127.0.0.1 and localhost,
+    plus every other address or name in hosts (the --host the server
+    listens on, e.g. a veth address that another network namespace uses)."""
+    names = ["IP:127.0.0.1", "DNS:localhost"]
+    for host in hosts:
+        if not host or host in ("127.0.0.1", "localhost", "0.0.0.0", "::"):
+            continue
+        try:
+            ipaddress.ip_address(host)
+            name = f"IP:{host}"
+        except ValueError:
+            name = f"DNS:{host}"
+        if name not in names:
+            names.append(name)
+    return ",".join(names)
+
+
+def ensure_certs(rundir, hosts=()):
+    """ca.crt/ca.key, server.crt/server.key (SAN: server_san(hosts)) and
     client-<role>.crt/.key (CN = role, for x509 client authentication).
-    Only what is missing is generated; a new CA re-signs everything."""
+    Only what is missing is generated; a new CA re-signs everything, and the
+    server certificate is made again when it names other hosts (server.san
+    records what it names)."""
+    san = server_san(hosts)
+    san_file = os.path.join(rundir, "server.san")
+    try:
+        with open(san_file) as f:
+            same_san = f.read().strip() == san
+    except OSError:
+        same_san = san == server_san()  # made before server.san existed
     fresh_ca = not _have(rundir, "ca")
     if fresh_ca:
         _openssl("req", "-x509", *EC_KEY, "-keyout", "ca.key", "-out",
@@ -51,12 +79,13 @@ def ensure_certs(rundir):
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign",
                  cwd=rundir)
         os.chmod(os.path.join(rundir, "ca.key"), 0o600)
-    if fresh_ca or not _have(rundir, "server"):
+    if fresh_ca or not _have(rundir, "server") or not same_san:
         _signed(rundir, "server", "/CN=kube-apiserver",
-                "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                f"subjectAltName={san}\n"
                 "basicConstraints=CA:FALSE\n"
                 "keyUsage=critical,digitalSignature,keyEncipherment\n"
                 "extendedKeyUsage=serverAuth\n")
+        write_atomic(san_file, san + "\n", 0o644)
     for role in ROLES:
         if fresh_ca or not _have(rundir, f"client-{role}"):
             _signed(rundir, f"client-{role}", f"/O=ktas/CN={role}",

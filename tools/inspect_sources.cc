@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "tools/inspect_sources.h"
+
+#include "k8s_client/claim_json.h"
+#include "k8s_client/config.h"
+#include "k8s_client/http_client.h"
+#include "k8s_client/json.h"
+#include "k8s_client/slice_json.h"
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+namespace k8sdra::inspect {
+namespace {
+
+// Calls each(item) for every object of a List, or once for a lone object.
+template <class Each>
+void for_each_item(const rapidjson::Value &doc, const std::string &kind, Each &&each) {
+    const rapidjson::Value *items = doc.IsObject() ? json::member(doc, "items") : nullptr;
+    if (items && items->IsArray()) {
+        for (const rapidjson::Value &it : items->GetArray())
+            if (json::getString(it, "kind", kind) == kind)
+                each(it);
+        return;
+    }
+    if (doc.IsArray()) {  // a bare array of objects
+        for (const rapidjson::Value &it : doc.GetArray())
+            each(it);
+        return;
+    }
+    if (json::getString(doc, "kind") != kind)
+        throw json::Error("neither a " + kind + " nor a List of them (kind " +
+                          json::getString(doc, "kind", "missing") + ")");
+    each(doc);
+}
+
+template <class T, class Decode>
+std::vector<T> from_file(const std::string &path, const std::string &kind, Decode &&decode) {
+    std::ifstream in(path);
+    if (!in)
+        throw SourceError(path + ": cannot read");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::vector<T> out;
+    try {
+        rapidjson::Document doc;
+        json::parse(doc, ss.str());
+        for_each_item(doc, kind, [&](const rapidjson::Value &v) { out.push_back(decode(v)); });
+    } catch (const json::Error &e) {
+        throw SourceError(path + ": " + e.what());
+    }
+    return out;
+}
+
+// GET every page of a cluster-wide list.
+template <class Each>
+void list_all(k8s::Client &client, const std::string &path, const std::string &kind,
+              Each &&each) {
+    std::string cont;
+    do {
+        std::string url = path + "?limit=500";
+        if (!cont.empty())
+            url += "&continue=" + k8s::urlEncode(cont);
+        k8s::HttpResponse r = client.get(url);
+        if (!r.ok())
+            throw SourceError(client.describe(r, "list " + kind));
+        rapidjson::Document doc;
+        try {
+            json::parse(doc, r.body);
+            for_each_item(doc, kind, each);
+            const rapidjson::Value *meta = json::member(doc, "metadata");
+            cont = meta ? json::getString(*meta, "continue") : "";
+        } catch (const json::Error &e) {
+            throw SourceError("list " + kind + ": " + e.what());
+        }
+    } while (!cont.empty());
+}
+
+}  // namespace
+
+std::vector<ResourceSlice> slices_from_file(const std::string &path) {
+    return from_file<ResourceSlice>(path, "ResourceSlice", [](const rapidjson::Value &v) {
+        return k8s::decodeResourceSlice(v);
+    });
+}
+
+std::vector<ClaimHolding> claims_from_file(const std::string &path) {
+    return from_file<ClaimHolding>(path, "ResourceClaim", [](const rapidjson::Value &v) {
+        return k8s::decodeClaimHolding(v);
+    });
+}
+
+void fetch_from_api(const std::string &kubeconfig, const std::string &context,
+                    std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims) {
+    std::shared_ptr<const k8s::Config> cfg;
+    try {
+        cfg = std::make_shared<const k8s::Config>(k8s::loadKubeconfig(kubeconfig, context));
+    } catch (const k8s::ConfigError &e) {
+        throw SourceError(e.what());
+    }
+    k8s::Client client(cfg, std::make_shared<k8s::TokenSource>(*cfg), k8s::ClientOptions{},
+                       std::make_shared<k8s::Stopper>());
+    list_all(client, "/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice",
+             [&](const rapidjson::Value &v) { slices->push_back(k8s::decodeResourceSlice(v)); });
+    list_all(client, "/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim",
+             [&](const rapidjson::Value &v) { claims->push_back(k8s::decodeClaimHolding(v)); });
+}
+
+}  // namespace k8sdra::inspect

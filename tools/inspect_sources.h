@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Where k8s-cons-tres-inspect gets its objects: files as kubectl prints them
+// (a List, or one object), or one list of each kind from the API server.
+#pragma once
+
+#include "core/dra_types.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace k8sdra::inspect {
+
+class SourceError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// `kubectl get resourceslices -o json` output (or one slice). Throws SourceError.
+std::vector<ResourceSlice> slices_from_file(const std::string &path);
+// `kubectl get resourceclaims -A -o json` output (or one claim).
+std::vector<ClaimHolding> claims_from_file(const std::string &path);
+
+// Lists every ResourceSlice and ResourceClaim once (paged), with the
+// kubeconfig's credentials. Throws SourceError naming what failed.
+void fetch_from_api(const std::string &kubeconfig, const std::string &context,
+                    std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims);
+
+}  // namespace k8sdra::inspect

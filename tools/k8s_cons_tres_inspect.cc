@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// k8s-cons-tres-inspect: what select/k8s_cons_tres makes of each node's
+// ResourceSlices and ResourceClaims, and the slurm.conf / gres.conf lines
+// that match it. Reads files as kubectl prints them, or the API server.
+#include "core/plugin_config.h"
+#include "tools/inspect_report.h"
+#include "tools/inspect_sources.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace k8sdra;
+
+namespace {
+
+const char *kUsage =
+    "usage: k8s-cons-tres-inspect (--kubeconfig FILE [--context NAME] |\n"
+    "                              --slices FILE... [--claims FILE...])\n"
+    "         [--node NAME]... [--json] [--cpu-driver NAME] [--gpu-drivers A,B]\n"
+    "         [--gpu-index-order minor|pcibusid] [--gres-type TYPE]\n"
+    "Prints per node what select/k8s_cons_tres makes of its ResourceSlices:\n"
+    "sockets, NUMA nodes and their CPUs, L3 groups, each GPU's NUMA node and\n"
+    "where that came from, what Slurm jobs cannot get and why, warnings, and\n"
+    "the matching slurm.conf NodeName= and gres.conf lines. --slices/--claims\n"
+    "take `kubectl get resourceslices -o json` and `kubectl get resourceclaims\n"
+    "-A -o json` output. Drivers default as in k8s_cons_tres.conf (CPUDriver=\n"
+    "dra.cpu, GPUDrivers=gpu.nvidia.com).\n";
+
+std::vector<std::string> split_commas(const std::string &s) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+        size_t end = s.find(',', pos);
+        if (end == std::string::npos)
+            end = s.size();
+        if (end > pos)
+            out.push_back(s.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    return out;
+}
+
+struct Args {
+    std::string kubeconfig, context;
+    std::vector<std::string> slice_files, claim_files, nodes;
+    bool json = false;
+    inspect::ReportOptions opts;
+};
+
+// Takes the values after a multi-file flag up to the next "--" option.
+size_t take_files(int argc, char **argv, int i, std::vector<std::string> &out) {
+    size_t n = 0;
+    while (i + 1 + static_cast<int>(n) < argc &&
+           std::strncmp(argv[i + 1 + n], "--", 2) != 0) {
+        out.push_back(argv[i + 1 + n]);
+        ++n;
+    }
+    return n;
+}
+
+bool parse(int argc, char **argv, Args &a) {
+    // Same defaults as the plugin's CPUDriver= / GPUDrivers=.
+    const PluginConfig defaults;
+    a.opts.inventory.cpu_driver = defaults.cpu_driver;
+    a.opts.inventory.gpu_drivers = defaults.gpu_drivers;
+    for (int i = 1; i < argc; ++i) {
+        const std::string f = argv[i];
+        const bool has = i + 1 < argc;
+        if (f == "--kubeconfig" && has)
+            a.kubeconfig = argv[++i];
+        else if (f == "--context" && has)
+            a.context = argv[++i];
+        else if (f == "--slices" || f == "--claims") {
+            size_t n = take_files(argc, argv, i, f == "--slices" ? a.slice_files : a.claim_files);
+            if (!n)
+                return false;
+            i += static_cast<int>(n);
+        } else if (f == "--node" && has)
+            a.nodes.push_back(argv[++i]);
+        else if (f == "--json")
+            a.json = true;
+        else if (f == "--cpu-driver" && has)
+            a.opts.inventory.cpu_driver = argv[++i];
+        else if (f == "--gpu-drivers" && has)
+            a.opts.inventory.gpu_drivers = split_commas(argv[++i]);
+        else if (f == "--gpu-index-order" && has) {
+            const std::string o = argv[++i];
+            if (o != "minor" && o != "pcibusid")
+                return false;
+            a.opts.inventory.gres_order = o == "minor" ? GresOrder::Minor : GresOrder::PciBusId;
+        } else if (f == "--gres-type" && has)
+            a.opts.gres_type = argv[++i];
+        else
+            return false;
+    }
+    return a.kubeconfig.empty() != a.slice_files.empty() &&
+           (a.kubeconfig.empty() || a.claim_files.empty());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Args a;
+    if (!parse(argc, argv, a)) {
+        std::fputs(kUsage, stderr);
+        return 2;
+    }
+    std::vector<ResourceSlice> slices;
+    std::vector<ClaimHolding> claims;
+    try {
+        if (!a.kubeconfig.empty())
+            inspect::fetch_from_api(a.kubeconfig, a.context, &slices, &claims);
+        for (const std::string &f : a.slice_files)
+            for (ResourceSlice &s : inspect::slices_from_file(f))
+                slices.push_back(std::move(s));
+        for (const std::string &f : a.claim_files)
+            for (ClaimHolding &c : inspect::claims_from_file(f))
+                claims.push_back(std::move(c));
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "k8s-cons-tres-inspect: %s\n", e.what());
+        return 1;
+    }
+    inspect::Report r = inspect::build_report(slices, claims, a.opts);
+    if (!a.nodes.empty())
+        std::erase_if(r.nodes, [&](const inspect::NodeReport &n) {
+            return std::find(a.nodes.begin(), a.nodes.end(), n.name) == a.nodes.end();
+        });
+    const std::string out = a.json ? inspect::report_json(r) : inspect::report_text(r);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+}
