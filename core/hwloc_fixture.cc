@@ -124,10 +124,15 @@ std::vector<Device> group_devices(const std::vector<Pu> &pus, const FixtureOptio
         } else {
             d.name = "cpudevmachine";
         }
+        // numCPUs counts the group's CPUs, the capacity only those not
+        // reserved (--reserved-cpus)
         const auto n = static_cast<int64_t>(members.size());
+        const auto reserved = static_cast<int64_t>(std::count_if(members.begin(), members.end(),
+            [&](const Pu *u) { return std::find(o.reserved_cpus.begin(), o.reserved_cpus.end(), u->cpu) !=
+                                      o.reserved_cpus.end(); }));
         d.attributes["dra.cpu/numCPUs"] = n;
         d.attributes["dra.cpu/smtEnabled"] = members.front()->smt;
-        d.capacity["dra.cpu/cpu"] = std::to_string(n);
+        d.capacity["dra.cpu/cpu"] = std::to_string(n - reserved);
         out.push_back(std::move(d));
     }
     return out;
@@ -314,11 +319,13 @@ FixtureResult generate(hwloc_topology_t t, const FixtureOptions &o, bool synthet
         if (std::find(numa_ids.begin(), numa_ids.end(), u.numa) == numa_ids.end())
             numa_ids.push_back(u.numa);
     std::sort(numa_ids.begin(), numa_ids.end());
-    // Reserved CPUs are left out of the slices altogether.
-    std::erase_if(pus, [&](const Pu &u) {
-        return std::find(o.reserved_cpus.begin(), o.reserved_cpus.end(), u.cpu) !=
-               o.reserved_cpus.end();
-    });
+    // Reserved CPUs: no device in individual mode (grouped mode counts
+    // them in numCPUs but not in the capacity, see group_devices).
+    if (o.mode == CpuMode::Individual)
+        std::erase_if(pus, [&](const Pu &u) {
+            return std::find(o.reserved_cpus.begin(), o.reserved_cpus.end(), u.cpu) !=
+                   o.reserved_cpus.end();
+        });
     if (pus.empty()) {
         r.error = "topology has no processing units";
         return r;

@@ -19,7 +19,8 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/topology.h \
 	core/topology_build.cc core/topology_build.h \
 	core/topology_build_attrs.cc core/topology_build_attrs.h \
-	core/topology_build_gpu.cc
+	core/topology_build_gpu.cc \
+	core/topology_reserved.cc core/topology_reserved.h
 libk8sdra_core_la_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
 libk8sdra_core_la_LIBADD = $(HWLOC_LIBS) $(PTHREAD_LIBS)
 

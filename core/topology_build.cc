@@ -2,6 +2,7 @@
 #include "core/topology_build.h"
 
 #include "core/topology_build_attrs.h"
+#include "core/topology_reserved.h"
 
 #include <algorithm>
 #include <bit>
@@ -61,7 +62,8 @@ struct GroupDev {
     std::string name;
     int32_t socket = 0;
     int32_t numa = 0;
-    int64_t ncpus = 0;
+    int64_t ncpus = 0;     // every CPU of the group (numCPUs)
+    int64_t reserved = 0;  // of them not published as capacity
     bool smt = false;
     std::vector<std::string> pcie_roots;
 };
@@ -83,7 +85,10 @@ std::optional<GroupDev> read_group(const Device &d, const std::string &drv, std:
     }
     GroupDev g;
     g.name = d.name;
-    g.ncpus = cap ? *cap : *num;
+    // numCPUs counts the group's CPUs; the capacity leaves out those the
+    // driver reserves, which still occupy Slurm core indices.
+    g.ncpus = num && *num > 0 ? *num : *cap;
+    g.reserved = cap && num && *num > *cap ? *num - *cap : 0;
     g.smt = smt.value_or(false);
     g.socket = socket && fits_int32(*socket) ? static_cast<int32_t>(*socket) : 0;
     // A socket group stands for its own NUMA domain.
@@ -109,7 +114,8 @@ std::vector<RawCpu> synthesize_cpus(std::vector<GroupDev> &groups) {
         const int64_t tpc = g.smt && g.ncpus % 2 == 0 ? 2 : 1;
         for (int64_t i = 0; i < g.ncpus; ++i) {
             RawCpu c;
-            c.cpu_id = next_id++;
+            // the reserved ones last: the driver's own order is not known
+            c.cpu_id = i >= g.ncpus - g.reserved ? -(next_id++) - 1 : next_id++;
             c.core_id = next_core[g.socket] + static_cast<int32_t>(i / tpc);
             c.socket_id = g.socket;
             c.numa_id = g.numa;
@@ -412,6 +418,8 @@ BuildResult build_node_topology(const std::string &node,
     const bool grouped = cd.cpus.empty() && !cd.groups.empty();
     if (grouped)
         cd.cpus = synthesize_cpus(cd.groups);
+    else
+        add_reserved_placeholders(cd.cpus);
     if (cd.cpus.empty()) {  // no CPU pool (yet): GPUs alone are not placeable
         res.ok = true;
         res.warnings = notes.lines();
@@ -427,7 +435,10 @@ BuildResult build_node_topology(const std::string &node,
         index_groups(*topo);
     else
         for (size_t i = 0; i < topo->cpus.size(); ++i)
-            topo->by_device[topo->cpus[i].device] = static_cast<uint32_t>(i);
+            if (!topo->cpus[i].device.empty())
+                topo->by_device[topo->cpus[i].device] = static_cast<uint32_t>(i);
+    if (auto reserved = reserved_cpu_indices(*topo); !reserved.empty())
+        res.topology.unavailable_cpus.push_back({std::move(reserved), kReservedReason});
     res.topology.cpu = std::move(topo);
     mark_tainted_cpus(res.topology, cd.tainted);
     for (const GpuInfo &g : res.topology.gpus) {

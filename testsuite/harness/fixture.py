@@ -49,13 +49,15 @@ class Node:
     gpus: tuple
     kubernetes: bool = True  # false: a plain Slurm node, no slices
     slurm_topology: str = ""  # what slurm.conf says, when it differs
+    reserved_cpus: tuple = ()  # CPUs the dra.cpu driver reserves (--reserved-cpus)
 
     @property
     def slurm(self) -> "Node":
         """The node as slurm.conf describes it."""
         if not self.slurm_topology:
             return self
-        return Node(self.name, self.slurm_topology, self.cpu_mode, self.gpus, self.kubernetes)
+        return Node(self.name, self.slurm_topology, self.cpu_mode, self.gpus, self.kubernetes,
+                    "", self.reserved_cpus)
 
     @property
     def sockets(self) -> int:
@@ -131,7 +133,7 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
                          str(_require(g, "pcie_root", f"{where}.gpus[{j}]")))
                      for j, g in enumerate(n.get("gpus", [])))
         node = Node(name, _require(n, "topology", where), mode, gpus, bool(n.get("kubernetes", True)),
-                    n.get("slurm_topology", ""))
+                    n.get("slurm_topology", ""), tuple(int(c) for c in n.get("reserved_cpus", [])))
         if node.cores % node.sockets:
             raise FixtureError(f"{where}: cores are not evenly spread over sockets")
         for g in gpus:

@@ -20,6 +20,8 @@ def node_slices(generator: str, node) -> list:
            "--mode", MODE_ARG[node.cpu_mode]]
     for gpu in node.gpus:
         cmd += ["--gpu", f"{gpu.numa}:{gpu.pcie_root}"]
+    if node.reserved_cpus:
+        cmd += ["--reserved-cpus", ",".join(str(c) for c in node.reserved_cpus)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=60).stdout
     doc = json.loads(out)
     return doc["items"] if isinstance(doc, dict) else doc

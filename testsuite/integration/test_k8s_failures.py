@@ -197,3 +197,23 @@ def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
     wait_for(lambda: "took over from other-controller" in log.read_text(), timeout=60,
              what="the plugin to take the lapsed lease over")
     wait_for(lambda: job_claims(c, job), timeout=30, what="the missing claim to be written")
+
+
+def test_cpus_the_driver_reserves_are_no_mismatch_and_never_used(cluster_factory):
+    """kube-b's dra.cpu driver reserves CPUs 0 and 1 (core 0): its slices
+    publish 14 of slurm.conf's 16 CPUs. The node is not drained, jobs use
+    the other 14, and one that needs all 16 waits."""
+    from harness.alignment import job_allocations
+    c = cluster_factory("mixed.json")
+    assert c.node_states()["kube-b"].startswith("idle"), c.node_states()
+    big = sbatch(c, "-w", "kube-b", "-N1", "-o", "/dev/null", "-n14", "--wrap", "sleep 120")
+    wait_job(c, big, states={"RUNNING"})
+    (alloc,) = job_allocations(c, big)
+    assert not {0, 1} & set(alloc.cpu_ids), f"reserved CPUs given to job {big}: {alloc.cpu_ids}"
+    c.run("scancel", str(big))
+    wait_job(c, big, states={"CANCELLED"})
+    whole = sbatch(c, "-w", "kube-b", "-N1", "-o", "/dev/null", "-n16", "--wrap", "sleep 120")
+    wait_for(lambda: show_job(c, whole).get("Reason") not in (None, "None"), timeout=30,
+             what="the 16-CPU job to be held back")
+    assert show_job(c, whole).get("JobState") == "PENDING", show_job(c, whole)
+    assert not c.run("sinfo", "-h", "-N", "-n", "kube-b", "-o", "%t").stdout.strip().startswith("drain")

@@ -3,7 +3,9 @@
 // unusable attributes as warnings, taints, partitions, configurable driver
 // names; and the fixture generator imitating each release.
 #include "core/hwloc_fixture.h"
+#include "core/inventory.h"
 #include "core/pool_select.h"
+#include "core/slurm_map.h"
 #include "core_test_util.h"
 
 #include <catch2/catch.hpp>
@@ -203,7 +205,10 @@ TEST_CASE("fixture generator: dra.cpu releases", "[variants][fixture]") {
     CHECK_FALSE(gpu->attributes.count("resource.kubernetes.io/numaNode"));
     BuildResult r = build_fixture(f);
     REQUIRE(r.ok);
-    CHECK(r.topology.cpu->cpus.size() == 158);
+    // the 2 reserved CPUs are placeholders the driver holds: 160 in all
+    CHECK(r.topology.cpu->cpus.size() == 160);
+    REQUIRE(r.topology.unavailable_cpus.size() == 1);
+    CHECK(r.topology.unavailable_cpus[0].cpus.size() == 2);
     CHECK(r.topology.gpus[0].numa_id == 1);
     CHECK(r.topology.gpus[0].affinity_source == AffinitySource::PcieRoot);
 }
@@ -251,4 +256,33 @@ TEST_CASE("fixture generator: NVIDIA releases and the example driver", "[variant
     CHECK(r.topology.gpus[0].device == "gpu-0-full");
     CHECK(gpu_index_of(r.topology, kExampleGpuDriver, "gpu-1-partition-1") == 1);
     CHECK(r.topology.gpus[0].affinity_source == AffinitySource::Unknown);
+}
+
+TEST_CASE("reserved CPUs are no mismatch and never go to Slurm", "[variants][reserved]") {
+    for (CpuMode mode : {CpuMode::Individual, CpuMode::GroupNuma}) {
+        FixtureOptions o;
+        o.node = "n1";
+        o.mode = mode;
+        o.reserved_cpus = {0, 1};  // both threads of core 0 (synthetic: siblings adjacent)
+        FixtureResult f = fixture_from_synthetic("pack:2 numa:1 core:20 pu:2", o);
+        REQUIRE(f.ok);
+        Inventory inv = Inventory::build(f.slices, {});
+        const NodeEntry *n = inv.node("n1");
+        REQUIRE(n);
+        REQUIRE(n->usable());
+        const CpuTopology &t = *n->topology.cpu;
+        CHECK(t.cpus.size() == 80);  // as slurm.conf defines the machine
+        CHECK(slurm_mismatch(n->topology, SlurmNodeDef{2, 20, 2, 0}).empty());
+        // a real disagreement still is one
+        CHECK_FALSE(slurm_mismatch(n->topology, SlurmNodeDef{2, 24, 2, 0}).empty());
+        CHECK(n->ledger.free_cpu_count() == 78);
+        const Words held = n->ledger.held_cpus(Holder::Kind::Claim);
+        uint32_t held_cores = 0;
+        for (const CoreInfo &k : t.cores) {
+            bool any = false;
+            for (uint32_t i = 0; i < k.nthreads; ++i) any = any || bit_test(held, k.first_cpu + i);
+            held_cores += any;
+        }
+        CHECK(held_cores == 1);  // one whole Slurm core stays out
+    }
 }
