@@ -182,6 +182,18 @@ void EngineFeed::rebuild(const Snapshot &snap) {
         });
         next->rebuild_nodes(batch, slices, claims, io);
         for (const auto &e : next->claim_errors()) log_.error(e);
+        // What the model could not use of a node's slices, once per node
+        // (again only when it changes).
+        for (const std::string &name : batch) {
+            const NodeEntry *e = next->node(name);
+            uint64_t h = 0;
+            if (e)
+                for (const std::string &w : e->warnings) h = h * 31 + std::hash<std::string>{}(w);
+            auto [it, fresh] = warned_.try_emplace(name, 0);
+            if (e && !e->warnings.empty() && (fresh || it->second != h))
+                for (const std::string &w : e->warnings) log_.debug("node " + name + ": " + w);
+            it->second = h;
+        }
     }
     std::shared_ptr<const Inventory> inv = std::move(next);
     last_ = inv;

@@ -56,6 +56,7 @@ private:
     uint64_t published_version_ = 0;
     std::shared_ptr<const Inventory> last_;     // the inventory published last
     std::map<std::string, uint64_t> node_sigs_; // per node: digest of its slices and claims
+    std::map<std::string, uint64_t> warned_;    // per node: digest of the warnings logged
     std::chrono::steady_clock::time_point last_reconcile_{};
     std::chrono::steady_clock::time_point last_view_{};
     bool view_pending_ = false;

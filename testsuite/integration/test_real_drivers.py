@@ -161,3 +161,13 @@ def test_grouped_claims_reserve_per_group_what_slurm_uses(rec_cluster, report, j
         consumed[int(r["device"].removeprefix("cpudevnuma"))] = int(q)
     assert len(requests) == len(consumed)
     assert consumed == per_numa
+
+
+def test_what_the_plugin_cannot_use_is_logged_once_per_node(rec_cluster):
+    """rec-n3's GPUs have no CPU affinity: slurmctld's log says so at debug
+    level for that node, once, not with every view."""
+    log = rec_cluster.run_dir / "log" / "slurmctld.log"
+    line = "node rec-n3: device gpu-0 (and 1 more): CPU affinity unknown"
+    wait_for(lambda: line in log.read_text(), timeout=30, what="the unusable attributes logged")
+    # later views of the same slices (jobs' claims change every node's) log nothing new
+    assert log.read_text().count(line) == 1
