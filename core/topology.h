@@ -9,6 +9,7 @@
 #include "core/interned.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -115,6 +116,10 @@ struct GpuInfo {
     // MIG / partition devices carved from this GPU: a claim on any of them
     // takes the whole GPU away from Slurm.
     std::vector<std::string> children;
+    // allowMultipleAllocations: a claim's result must then say what it
+    // consumes (shareID, consumedCapacity); a Slurm job consumes all of it.
+    bool shared = false;
+    std::map<std::string, std::string> capacity;  // only when shared
 };
 
 // CPUs that must not get new Slurm jobs, and why (a device taint).

@@ -103,6 +103,10 @@ std::optional<GpuInfo> read_gpu(const Device &d, const std::string &drv, int64_t
         mem = d.capacity.find("memory");
     if (mem != d.capacity.end())
         g.memory = mem->second;
+    if (d.allowMultipleAllocations) {
+        g.shared = true;
+        g.capacity = d.capacity;
+    }
     return g;
 }
 

@@ -75,7 +75,12 @@ bool node_claim(const JobAlloc &job, const JobNodeAlloc &n, const NodeEntry &ent
             return false;
         }
         const GpuInfo &gi = entry.topology.gpus[g];
-        out->gpu_results.push_back({"gpu", gi.driver.str(), n.node, gi.device, "", {}});
+        AllocationResult r{"gpu", gi.driver.str(), n.node, gi.device, "", {}};
+        if (gi.shared) {  // a device others may share: say that the job takes all of it
+            r.shareID = stable_uuid(std::to_string(job.job_id) + "/" + n.node + "/" + gi.device);
+            r.consumedCapacity = gi.capacity;
+        }
+        out->gpu_results.push_back(std::move(r));
         if (!gi.uuid.empty()) out->gpu_uuids.push_back(gi.uuid);
     }
     return true;

@@ -214,3 +214,33 @@ TEST_CASE("cpusets are written as sorted ranges and read back") {
     REQUIRE(parse_cpuset(format_cpuset({0, 1, 2, 8, 16, 17}), &ids));
     CHECK(ids == std::vector<int32_t>{0, 1, 2, 8, 16, 17});
 }
+
+TEST_CASE("GPUs that allow multiple allocations: results carry a shareID and all their capacity") {
+    FixtureOptions o;
+    o.node = "node1";
+    o.gpus = 2;
+    o.gpu_driver = GpuDriverVariant::Example;
+    FixtureResult f = fixture_from_synthetic("pack:2 numa:2 l3:1 core:6 pu:2", o);
+    REQUIRE(f.ok);
+    for (auto &s : f.slices)
+        for (auto &d : s.devices)
+            if (s.driver == "gpu.example.com") d.allowMultipleAllocations = true;
+    const Inventory inv = Inventory::build(f.slices, {});
+    REQUIRE(inv.node("node1")->usable());
+    std::string error;
+    auto claims = job_claims(job({0}, {1}), inv, config(), "hpc1", &error);
+    REQUIRE(error.empty());
+    REQUIRE(claims.size() == 1);
+    const AllocationResult *gpu = nullptr;
+    for (const auto &r : claims[0].results)
+        if (r.driver == "gpu.example.com") gpu = &r;
+    REQUIRE(gpu);
+    CHECK_FALSE(gpu->shareID.empty());
+    CHECK(gpu->consumedCapacity == inv.node("node1")->topology.gpus[1].capacity);
+    CHECK_FALSE(gpu->consumedCapacity.empty());
+    // an exclusive GPU's result says nothing of the kind
+    const Inventory plain = inventory(CpuMode::Individual);
+    auto c2 = job_claims(job({0}, {1}), plain, config(), "hpc1", &error);
+    for (const auto &r : c2[0].results)
+        if (r.driver != "dra.cpu") CHECK(r.shareID.empty());
+}
