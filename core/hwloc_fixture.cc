@@ -253,7 +253,9 @@ void add_partitions(const FixtureOptions &o, uint32_t i, Device whole, std::vect
             if (name.ends_with("/memory"))
                 value = mem;
         if (nv) {
-            d.name = "gpu-" + n + "-mig-1g." + std::to_string(80 / parts) + "gb-" +
+            // the driver drops the dots of the profile name: DRA device
+            // names are DNS labels ("1g.10gb" -> "1g10gb")
+            d.name = "gpu-" + n + "-mig-1g" + std::to_string(80 / parts) + "gb-" +
                      std::to_string(m + 9) + "-" + std::to_string(m);
             d.attributes["gpu.nvidia.com/type"] = std::string("mig");
             d.attributes["gpu.nvidia.com/uuid"] = "MIG-" + fake_uuid(o.node, i * 64 + m + 1);

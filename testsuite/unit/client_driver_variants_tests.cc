@@ -175,9 +175,9 @@ TEST_CASE("NVIDIA DynamicMIG: MIG devices are children of their GPU", "[variants
     const GpuInfo &g0 = r.topology.gpus[0];
     CHECK(g0.device == "gpu-0");
     CHECK(g0.unavailable.empty());
-    CHECK(g0.children == std::vector<std::string>{"gpu-0-mig-1g.10gb-19-1",
-                                                  "gpu-0-mig-1g.10gb-19-0"});
-    CHECK(gpu_index_of(r.topology, "gpu.nvidia.com", "gpu-0-mig-1g.10gb-19-0") == 0);
+    CHECK(g0.children == std::vector<std::string>{"gpu-0-mig-1g10gb-19-1",
+                                                  "gpu-0-mig-1g10gb-19-0"});
+    CHECK(gpu_index_of(r.topology, "gpu.nvidia.com", "gpu-0-mig-1g10gb-19-0") == 0);
     CHECK(gpu_index_of(r.topology, "gpu.nvidia.com", "gpu-0") == 0);
     CHECK(gpu_index_of(r.topology, "gpu.nvidia.com", "gpu-1") == 1);
     CHECK(gpu_index_of(r.topology, "gpu.example.com", "gpu-1") == -1);

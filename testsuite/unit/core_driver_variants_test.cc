@@ -131,7 +131,7 @@ TEST_CASE("partitions found by counter set; GPUs published only as partitions", 
     odd.attributes["gpu.nvidia.com/type"] = std::string("mig");
     odd.consumesCounters = {{"gpu-0-counter-set", {{"memory", "10Gi"}}}};
     Device mig = nvidia_gpu(1, 1, "0000:81:00.0");
-    mig.name = "gpu-1-mig-3g.40gb-0-0";  // MIG only: no gpu-1 device
+    mig.name = "gpu-1-mig-3g40gb-0-0";  // MIG only: no gpu-1 device
     mig.attributes["gpu.nvidia.com/type"] = std::string("mig");
     mig.taints = {{"gpu.nvidia.com/xid", "48", "NoExecute"}};
     Device other = nvidia_gpu(2, 0, "0000:c1:00.0");
@@ -144,9 +144,9 @@ TEST_CASE("partitions found by counter set; GPUs published only as partitions", 
     CHECK(gpu_index_of(r.topology, kNvidiaDriver, "slice-a") == 0);
     const GpuInfo &g1 = r.topology.gpus[1];
     CHECK(g1.device == "gpu-1");
-    CHECK(g1.unavailable == "taint gpu.nvidia.com/xid=NoExecute on gpu-1-mig-3g.40gb-0-0");
+    CHECK(g1.unavailable == "taint gpu.nvidia.com/xid=NoExecute on gpu-1-mig-3g40gb-0-0");
     CHECK(g1.numa_id == 1);
-    CHECK(gpu_index_of(r.topology, kNvidiaDriver, "gpu-1-mig-3g.40gb-0-0") == 1);
+    CHECK(gpu_index_of(r.topology, kNvidiaDriver, "gpu-1-mig-3g40gb-0-0") == 1);
     CHECK(warned(r, "device vgpu-profile-x: not a GPU nor a partition of one; ignored"));
 }
 

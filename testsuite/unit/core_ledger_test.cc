@@ -174,7 +174,7 @@ TEST_CASE("a claim naming an unknown device keeps its node out, not free", "[led
 
 TEST_CASE("a pod holding a MIG slice takes its whole GPU from Slurm", "[ledger]") {
     Device mig;
-    mig.name = "gpu-1-mig-1g.10gb-9-0";
+    mig.name = "gpu-1-mig-1g10gb-9-0";
     mig.attributes["gpu.nvidia.com/type"] = std::string("mig");
     mig.attributes["gpu.nvidia.com/uuid"] = std::string("MIG-1");
     mig.attributes["gpu.nvidia.com/parentUUID"] = std::string("GPU-1");

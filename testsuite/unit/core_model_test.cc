@@ -125,7 +125,7 @@ TEST_CASE("GPUs: minor order by default, PCI bus order on request", "[model]") {
                    {nvidia_gpu(10, 1, "0000:c1:00.0"), nvidia_gpu(2, 1, "0000:81:00.0"),
                     nvidia_gpu(1, 0, "0000:41:00.0"), nvidia_gpu(0, 0, "0000:65:00.0")});
     Device mig = nvidia_gpu(0, 0, "0000:65:00.0");
-    mig.name = "gpu-0-mig-1g.5gb-0";
+    mig.name = "gpu-0-mig-1g5gb-0";
     mig.attributes["gpu.nvidia.com/type"] = std::string("mig");
     g.devices.push_back(mig);
     BuildResult r = build_node_topology("n1", {&c, &g});

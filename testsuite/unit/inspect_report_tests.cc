@@ -165,11 +165,11 @@ TEST_CASE("MIG: a pod holding a MIG slice makes its whole GPU unavailable") {
     c.name = "mig-user";
     c.allocated = true;
     c.nodeName = "node1";
-    c.results.push_back({"gpu", "gpu.nvidia.com", "node1", "gpu-0-mig-1g.10gb-19-1", "", {}});
+    c.results.push_back({"gpu", "gpu.nvidia.com", "node1", "gpu-0-mig-1g10gb-19-1", "", {}});
     Json j(build_report(slices({"dra_cpu_v0.2_individual_pcie.json", "nvidia_mig.json"}), {c}));
     CHECK(strings(j.gpu("gpu-0")["partitions"]).size() == 2);
     const auto u = unavailable(j);
-    CHECK(any_contains(u, "gpu-0: held by claim ml/mig-user through gpu-0-mig-1g.10gb-19-1"));
+    CHECK(any_contains(u, "gpu-0: held by claim ml/mig-user through gpu-0-mig-1g10gb-19-1"));
     CHECK_FALSE(any_contains(u, "gpu-1:"));
 }
 
