@@ -18,10 +18,13 @@ SliceHandler::SliceHandler(SnapshotStore &store, std::string driver, Logger log)
 
 void SliceHandler::beginList() { staging_ = SliceMap(); }
 
+// One object that cannot be decoded (bad JSON, more than the bounds allow,
+// a full string pool) costs only itself: it is logged and skipped, never
+// a relist of everything.
 void SliceHandler::listItem(const rapidjson::Value &obj) {
     try {
         add(staging_, obj);
-    } catch (const json::Error &e) {
+    } catch (const std::exception &e) {
         log_.error("skipping undecodable ResourceSlice '" + nameOf(obj) + "': " + e.what());
     }
 }
@@ -34,8 +37,14 @@ void SliceHandler::endList() {
 }
 
 void SliceHandler::upsert(const rapidjson::Value &obj) {
-    if (!add(working_, obj))
+    try {
+        if (!add(working_, obj))
+            working_.erase(nameOf(obj));
+    } catch (const std::exception &e) {
+        // Its node loses this slice: an incomplete pool keeps the node out.
         working_.erase(nameOf(obj));
+        log_.error("dropping undecodable ResourceSlice '" + nameOf(obj) + "': " + e.what());
+    }
 }
 
 void SliceHandler::remove(const rapidjson::Value &obj) { working_.erase(nameOf(obj)); }
@@ -60,7 +69,7 @@ void ClaimHandler::beginList() { staging_ = ClaimMap(); }
 void ClaimHandler::listItem(const rapidjson::Value &obj) {
     try {
         add(staging_, obj);
-    } catch (const json::Error &e) {
+    } catch (const std::exception &e) {
         log_.error("skipping undecodable ResourceClaim '" + nameOf(obj) + "': " + e.what());
     }
 }
@@ -72,7 +81,15 @@ void ClaimHandler::endList() {
     store_.publishClaims(working_, true);
 }
 
-void ClaimHandler::upsert(const rapidjson::Value &obj) { add(working_, obj); }
+void ClaimHandler::upsert(const rapidjson::Value &obj) {
+    try {
+        add(working_, obj);
+    } catch (const std::exception &e) {
+        // The version seen before (if any) keeps holding its devices.
+        log_.error("keeping the last good version of undecodable ResourceClaim '" + nameOf(obj) +
+                   "': " + e.what());
+    }
+}
 
 void ClaimHandler::remove(const rapidjson::Value &obj) {
     const rapidjson::Value *meta = json::member(obj, "metadata");

@@ -25,15 +25,19 @@ public:
         return chunks_[id >> kChunkBits].load(std::memory_order_acquire)[id & kChunkMask];
     }
     size_t size() const;
+    // At most this many strings (bounded memory whatever the slices hold);
+    // intern() then throws std::length_error. Lowered only by tests.
+    void set_limit(size_t limit);
 
 private:
     static constexpr unsigned kChunkBits = 12;
     static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;
-    static constexpr size_t kMaxChunks = 1u << 16;
+    static constexpr size_t kMaxChunks = 1u << 12;  // 16.7 million strings
     StringPool() = default;
     mutable std::mutex mu_;
     std::unordered_map<std::string_view, uint32_t> ids_;
     uint32_t next_ = 0;
+    size_t limit_ = kMaxChunks << kChunkBits;
     std::array<std::atomic<std::string *>, kMaxChunks> chunks_{};
     std::vector<std::unique_ptr<std::string[]>> owned_;
 };
