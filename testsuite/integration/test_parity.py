@@ -162,3 +162,25 @@ def test_oversubscribed_cores_stay_claimed_while_any_job_uses_them(k8s_cluster):
     finally:
         k8s_cluster.run("scancel", *[str(j) for j in jobs], check=False)
         k8s_cluster.run("scontrol", "update", "partitionname=main", "oversubscribe=NO")
+
+
+def test_what_slurm_asks_of_the_select_plugins_name_and_id(k8s_cluster):
+    """Slurm 22.05 decides some features by SelectType's name or the select
+    plugin's answers; each must answer as for cons_tres:
+    - gres_ctld.c / job_scheduler.c: "cons_tres" in SelectType allows GPU
+      counts that differ by node (--gpus=3 over 2 nodes: 2 + 1);
+    - gres.c: SELECT_CR_PLUGIN (forwarded to cons_tres) allows per-task and
+      per-job GPU requests (--gpus-per-task, --gpus).
+    (state_control.c's CoreCnt check is a client-side plugin id test that
+    22.05 cannot satisfy; see test_reserved_cores_never_go_to_jobs_outside_the_reservation.)"""
+    hetero = sbatch(k8s_cluster, "-N2", "--gpus=3", "-o", "/dev/null", "--wrap", "sleep 30")
+    per_task = sbatch(k8s_cluster, "-n2", "--gpus-per-task=1", "-o", "/dev/null", "--wrap", "sleep 30")
+    try:
+        for j in (hetero, per_task):
+            wait_for(lambda: show_job(k8s_cluster, j).get("JobState") == "RUNNING", timeout=60,
+                     what=f"job {j} to run")
+        gpus = sorted(len(a.gpu_idx) for a in job_allocations(k8s_cluster, hetero))
+        assert gpus == [1, 2], f"--gpus=3 over 2 nodes: {gpus}"
+        assert sum(len(a.gpu_idx) for a in job_allocations(k8s_cluster, per_task)) == 2
+    finally:
+        k8s_cluster.run("scancel", str(hetero), str(per_task), check=False)
