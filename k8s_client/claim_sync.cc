@@ -97,6 +97,11 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     log_.verbose("slurmctld runs " + std::to_string(running.size()) + " jobs; reconciling their claims");
 }
 
+bool ClaimSync::active() const {
+    std::lock_guard lock(mu_);
+    return known_ && !standby_;
+}
+
 void ClaimSync::set_leader(bool leader) {
     std::lock_guard lock(mu_);
     if (leader == leader_) return;

@@ -31,6 +31,8 @@ public:
     // Whether this controller holds the claim namespace's Lease: only then
     // are claims written and reconciled (queued writes wait meanwhile).
     void set_leader(bool leader);
+    // Told the jobs by the controller in charge, and not in standby since.
+    bool active() const;
 
     // Feed thread, with a synced snapshot and the inventory built from it.
     void reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory);

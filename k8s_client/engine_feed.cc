@@ -229,11 +229,16 @@ void EngineFeed::run() {
                 last_view_ = now;
             }
             // Only the Lease's holder writes: a split brain never double-writes.
-            if (now - last_lease_ >= std::chrono::seconds(2)) {
+            // Only the controller in charge competes for it; one that went
+            // to standby gives it up at once.
+            const bool active = claims_->active();
+            if (active && now - last_lease_ >= std::chrono::seconds(2)) {
                 lease_.tick();
                 last_lease_ = now;
+            } else if (!active) {
+                lease_.release();
             }
-            claims_->set_leader(lease_.held());
+            claims_->set_leader(active && lease_.held());
             if (published_version_ && now - last_reconcile_ >= std::chrono::seconds(2)) {
                 claims_->reconcile(*snap, engine_->current());
                 last_reconcile_ = now;

@@ -46,7 +46,8 @@ bool LeaseKeeper::held() const {
     return until && Clock::now().time_since_epoch().count() < until;
 }
 
-std::string LeaseKeeper::body(const std::string &rv, int64_t transitions, bool acquire) const {
+std::string LeaseKeeper::body(const std::string &rv, int64_t transitions, bool acquire,
+                              const std::string &holder) const {
     rapidjson::StringBuffer buf;
     json::Writer w(buf);
     w.StartObject();
@@ -60,7 +61,7 @@ std::string LeaseKeeper::body(const std::string &rv, int64_t transitions, bool a
     w.EndObject();
     w.Key("spec");
     w.StartObject();
-    json::kv(w, "holderIdentity", opts_.identity);
+    json::kv(w, "holderIdentity", holder);
     w.Key("leaseDurationSeconds");
     w.Int64(opts_.duration.count());
     json::kv(w, "acquireTime", acquire ? micro_time() : acquire_time_);
@@ -85,6 +86,29 @@ bool LeaseKeeper::write(const std::string &method, const std::string &path, cons
     return false;
 }
 
+void LeaseKeeper::release() {
+    if (!held()) return;
+    held_until_.store(0);
+    reported_ = false;
+    const std::string item = "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(opts_.ns) + "/leases/" +
+                             urlEncode(opts_.name);
+    try {
+        HttpResponse g = client_.get(item);
+        if (!g.ok()) return;
+        rapidjson::Document doc;
+        json::parse(doc, g.body);
+        const rapidjson::Value *meta = json::member(doc, "metadata");
+        const rapidjson::Value *spec = json::member(doc, "spec");
+        if (!meta || !spec || json::getString(*spec, "holderIdentity") != opts_.identity) return;
+        // empty holder: the next controller takes it without waiting
+        if (write("PUT", item, body(json::getString(*meta, "resourceVersion"),
+                                    json::getInt(*spec, "leaseTransitions"), false, "")))
+            log_.info("gave up Lease " + opts_.ns + "/" + opts_.name);
+    } catch (const std::exception &e) {
+        log_.verbose(std::string("releasing the Lease: ") + e.what());
+    }
+}
+
 void LeaseKeeper::tick() {
     const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(opts_.ns) + "/leases";
     const std::string item = coll + "/" + urlEncode(opts_.name);
@@ -99,7 +123,7 @@ void LeaseKeeper::tick() {
         HttpResponse g = client_.get(item);
         if (g.status == 404) {
             acquire_time_ = micro_time();
-            mine = write("POST", coll, body("", 0, true));
+            mine = write("POST", coll, body("", 0, true, opts_.identity));
         } else if (g.ok()) {
             rapidjson::Document doc;
             json::parse(doc, g.body);
@@ -109,7 +133,7 @@ void LeaseKeeper::tick() {
             const std::string holder = spec ? json::getString(*spec, "holderIdentity") : "";
             const int64_t transitions = spec ? json::getInt(*spec, "leaseTransitions") : 0;
             if (holder == opts_.identity) {
-                mine = write("PUT", item, body(rv, transitions, false));
+                mine = write("PUT", item, body(rv, transitions, false, opts_.identity));
             } else {
                 if (rv != observed_rv_) {
                     observed_rv_ = rv;
@@ -117,7 +141,7 @@ void LeaseKeeper::tick() {
                 }
                 if (holder.empty() || now - observed_at_ > opts_.duration) {
                     acquire_time_ = micro_time();
-                    mine = write("PUT", item, body(rv, transitions + 1, true));
+                    mine = write("PUT", item, body(rv, transitions + 1, true, opts_.identity));
                     if (mine && !holder.empty())
                         log_.info("took over from " + holder + ", whose lease expired");
                 }

@@ -37,13 +37,17 @@ public:
     // Held, and renewed recently enough that no other controller can have
     // taken it over (a third of the duration is kept as margin).
     bool held() const;
+    // Gives a held lease up at once (holderIdentity cleared), so that the
+    // controller now in charge need not wait for it to lapse.
+    void release();
     // Aborts a request in flight (shutdown).
     void stop();
     const LeaseOptions &options() const { return opts_; }
 
 private:
     bool write(const std::string &method, const std::string &path, const std::string &body);
-    std::string body(const std::string &rv, int64_t transitions, bool acquire) const;
+    std::string body(const std::string &rv, int64_t transitions, bool acquire,
+                     const std::string &holder) const;
 
     LeaseOptions opts_;
     Logger log_;

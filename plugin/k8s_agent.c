@@ -117,6 +117,24 @@ static void _sync_now(void)
 	xfree(resume);
 }
 
+/* agent_mu held */
+static bool _leave_control_locked(void)
+{
+	if (!in_control || !slurmctld_config.shutdown_time)
+		return false;
+	in_control = false;
+	info("select/k8s_cons_tres: slurmctld leaves control; claims are left to the controller in charge");
+	k8sdra_standby();
+	return true;
+}
+
+extern void k8s_agent_check_control(void)
+{
+	slurm_mutex_lock(&agent_mu);
+	(void) _leave_control_locked();
+	slurm_mutex_unlock(&agent_mu);
+}
+
 static void *_agent(void *arg)
 {
 	uint64_t seen = 0;
@@ -138,12 +156,8 @@ static void *_agent(void *arg)
 		 * controller shutting down sets shutdown_time: its job list
 		 * is frozen from here on, so it must write nothing more.
 		 */
-		if (in_control && slurmctld_config.shutdown_time) {
-			in_control = false;
-			info("select/k8s_cons_tres: slurmctld leaves control; claims are left to the controller in charge");
-			k8sdra_standby();
+		if (_leave_control_locked())
 			continue;
-		}
 		if (k8sdra_view_generation() == seen &&
 		    !(next_check && time(NULL) >= next_check))
 			continue;

@@ -13,5 +13,6 @@ extern void k8s_agent_start(void);
 extern void k8s_agent_stop(void);
 /* slurmctld finished (re)reading its configuration and jobs. */
 extern void k8s_agent_ready(void);
+extern void k8s_agent_check_control(void);
 
 #endif

@@ -63,6 +63,7 @@ extern int fini(void)
 
 extern int select_p_state_save(char *dir_name)
 {
+	k8s_agent_check_control();
 	return inner.state_save(dir_name);
 }
 
