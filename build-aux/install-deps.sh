@@ -1,7 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Install exactly the Debian packages this project needs to build, test and
-# run its local cluster. Idempotent: does nothing when all are present.
+# run its local cluster (clang and its compiler-rt for the libFuzzer targets of
+# testsuite/run-fuzz; gcc's ASan/UBSan/TSan runtimes come with g++).
+# expect and patch run SchedMD's regression tests (testsuite/slurm-suite).
+# Idempotent: does nothing when all are present.
 # Run as root on Debian 12.
 set -eu
 
@@ -10,6 +13,8 @@ PACKAGES="
   libcurl4-openssl-dev rapidjson-dev libhwloc-dev hwloc libyaml-cpp-dev catch2
   libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins
   python3 python3-pytest python3-yaml openssl ca-certificates procps
+  binutils clang libclang-rt-14-dev
+  expect patch
 "
 
 missing=""

@@ -209,11 +209,12 @@ int k8sdra_place(k8sdra_inventory *inv, const char *node, const k8sdra_request *
             core_set.insert(t.cpus[c].core);
         }
         std::sort(ids.begin(), ids.end());
-        const bool ok = copy_out(ids, out->cpu_ids, out->cpu_cap, &out->ncpus) &
-                        copy_out({core_set.begin(), core_set.end()}, out->cores,
-                                 out->core_cap, &out->ncores) &
-                        copy_out(p.gpus, out->gres, out->gres_cap, &out->ngres);
-        if (!ok)
+        // All three copies run (each sets its count) even when one overflows.
+        const bool cpus_ok = copy_out(ids, out->cpu_ids, out->cpu_cap, &out->ncpus);
+        const bool cores_ok = copy_out({core_set.begin(), core_set.end()}, out->cores,
+                                       out->core_cap, &out->ncores);
+        const bool gres_ok = copy_out(p.gpus, out->gres, out->gres_cap, &out->ngres);
+        if (!(cpus_ok && cores_ok && gres_ok))
             return einval(err, errlen, "output array too small");
         return static_cast<int>(K8SDRA_OK);
     });

@@ -110,8 +110,10 @@ extern "C" int k8sdra_view_node(const char *node, const struct k8sdra_slurm_node
         auto ex = engine->exclusion(node, slurm ? &def : nullptr, is_k8s != 0);
         *state = static_cast<int>(ex.state);
         set_text(reason, reasonlen, ex.reason);
-        const bool fit = copy_out(ex.cores, cores, core_cap, ncores) &
-                         copy_out(ex.gres, gres, gres_cap, ngres);
+        // Both copies run (each sets its count) even when the first overflows.
+        const bool cores_fit = copy_out(ex.cores, cores, core_cap, ncores);
+        const bool gres_fit = copy_out(ex.gres, gres, gres_cap, ngres);
+        const bool fit = cores_fit && gres_fit;
         return fit ? K8SDRA_OK : K8SDRA_EINVAL;
     } catch (const std::exception &e) {
         set_text(reason, reasonlen, std::string("internal error: ") + e.what());
@@ -199,8 +201,9 @@ extern "C" int k8sdra_choose(const char *node, uint32_t cpus, uint32_t threads_p
         set_text(out->reason, sizeof out->reason, c.reason);
         out->score = {c.score.numa_nodes, c.score.l3_groups, c.score.sockets, c.score.cores,
                       c.score.gpu_distance, c.score.free_in_numa, c.score.free_in_l3};
-        const bool fit = copy_out(c.cores, out->cores, out->core_cap, &out->ncores) &
-                         copy_out(c.gres, out->gres, out->gres_cap, &out->ngres);
+        const bool cores_fit = copy_out(c.cores, out->cores, out->core_cap, &out->ncores);
+        const bool gres_fit = copy_out(c.gres, out->gres, out->gres_cap, &out->ngres);
+        const bool fit = cores_fit && gres_fit;
         out->fits = c.fits && fit;
         return fit ? K8SDRA_OK : K8SDRA_EINVAL;
     } catch (const std::exception &e) {

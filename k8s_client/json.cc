@@ -111,8 +111,10 @@ void run(rapidjson::Document &doc, Stream &in) {
 }  // namespace
 
 void parse(rapidjson::Document &doc, const std::string &text) {
-    rapidjson::MemoryStream ms(text.data(), text.size());
-    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(ms);
+    // The MemoryStream itself, not EncodedInputStream<UTF8>: that one skips
+    // any leading 0xEF, 0xBB and 0xBF bytes one by one (a lax BOM skip),
+    // which the in-situ parser does not; both must accept the same input.
+    rapidjson::MemoryStream in(text.data(), text.size());
     run<rapidjson::kParseDefaultFlags>(doc, in);
 }
 

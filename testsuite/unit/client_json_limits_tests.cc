@@ -116,3 +116,24 @@ TEST_CASE("a claim with 32 results decodes", "[json][claim][limits]") {
     text += "]}}}}";
     CHECK(parseClaimHolding(text).results.size() == 32);
 }
+
+// Found by testsuite/fuzz/fuzz_slice_json: json::parse skipped any leading
+// 0xEF/0xBB/0xBF byte (RapidJSON's lax UTF-8 BOM skip) while parseInsitu
+// refused it, so a list page and a watch event decoded differently.
+TEST_CASE("parse and parseInsitu agree on leading byte-order-mark bytes", "[json][limits][fuzz]") {
+    for (const std::string &text : {std::string("\xbb\"resource.k8s.io/v1\""),
+                                   std::string("\xef\xbb\xbf{}"), std::string("\xbf[1]")}) {
+        INFO(text);
+        rapidjson::Document doc;
+        std::string copy = text;
+        CHECK_FALSE(errorOf([&] { json::parse(doc, text); }).empty());
+        CHECK_FALSE(errorOf([&] { json::parseInsitu(doc, copy); }).empty());
+    }
+    // Input with an embedded NUL ends there for both.
+    const std::string nul("{\"a\":1}\0trailing", 16);
+    rapidjson::Document a, b;
+    std::string copy = nul;
+    json::parse(a, nul);
+    json::parseInsitu(b, copy);
+    CHECK(a == b);
+}
