@@ -102,7 +102,7 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	 * later (backfill), never in TEST_ONLY: a job that fits the node once
 	 * the pods are gone must stay pending, not be rejected.
 	 */
-	bitstr_t *k8s_exc = NULL, *steer_exc = NULL;
+	bitstr_t *k8s_exc = NULL, *steer_exc = NULL, *saved = NULL;
 	bitstr_t *base = exc_core_bitmap;
 	int rc;
 
@@ -119,27 +119,35 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			bit_and_not(node_bitmap, unmarked);
 		if ((k8s_exc = k8s_view_exclude_cores(exc_core_bitmap)))
 			base = k8s_exc;
-		/*
-		 * Steered only when the job is to start now: backfill's
-		 * WILL_RUN only asks when, and a second simulation there
-		 * would double its cost.
-		 */
-		if (mode == SELECT_MODE_RUN_NOW)
-			steer_exc = k8s_steer_prepare(job_ptr, node_bitmap,
-						      base);
 	}
-	if (steer_exc) {
-		/* First the engine's choice within the nodes ... */
-		bitstr_t *saved = bit_copy(node_bitmap);
+	/*
+	 * cons_tres chooses the nodes by its own policy (weights, order,
+	 * best fit, ranges), with Kubernetes' devices kept out ...
+	 */
+	saved = mode == SELECT_MODE_RUN_NOW ? bit_copy(node_bitmap) : NULL;
+	rc = inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
+			    req_nodes, mode, preemptee_candidates,
+			    preemptee_job_list, base);
+	/*
+	 * ... then, for a job to start now on those very nodes, the engine
+	 * picks the cores and GPUs inside them (narrower exclusion). Only
+	 * RUN_NOW: backfill's WILL_RUN asks when, not which cores. Narrowing
+	 * before the node choice would change cons_tres's best fit.
+	 */
+	if (rc == SLURM_SUCCESS && saved &&
+	    !(preemptee_job_list && *preemptee_job_list &&
+	      list_count(*preemptee_job_list)) &&
+	    (steer_exc = k8s_steer_prepare(job_ptr, node_bitmap, base))) {
+		bitstr_t *chosen = bit_copy(node_bitmap);
 		rc = inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
 				    req_nodes, mode, preemptee_candidates,
 				    preemptee_job_list, steer_exc);
-		if (rc == SLURM_SUCCESS)
+		if (rc == SLURM_SUCCESS && bit_equal(node_bitmap, chosen)) {
 			k8s_steer_chosen(job_ptr);
-		if (rc != SLURM_SUCCESS) {
-			/* ... else cons_tres's own, Kubernetes still kept out. */
-			debug2("select/k8s_cons_tres: %pJ: topology choice refused by cons_tres (mode %u), trying its own",
-			       job_ptr, mode);
+		} else {
+			/* cons_tres's own choice stands */
+			debug2("select/k8s_cons_tres: %pJ: topology choice refused by cons_tres, keeping its own",
+			       job_ptr);
 			bit_copybits(node_bitmap, saved);
 			if (preemptee_job_list)
 				FREE_NULL_LIST(*preemptee_job_list);
@@ -148,12 +156,9 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 					    preemptee_candidates,
 					    preemptee_job_list, base);
 		}
-		FREE_NULL_BITMAP(saved);
-	} else {
-		rc = inner.job_test(job_ptr, node_bitmap, min_nodes, max_nodes,
-				    req_nodes, mode, preemptee_candidates,
-				    preemptee_job_list, base);
+		FREE_NULL_BITMAP(chosen);
 	}
+	FREE_NULL_BITMAP(saved);
 	FREE_NULL_BITMAP(steer_exc);
 	FREE_NULL_BITMAP(k8s_exc);
 	return rc;
