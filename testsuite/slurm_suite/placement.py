@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Where the jobs of one expect test ran, and how two runs compare.
+
+Two sources, both taken per test:
+
+* `scontrol -d show job` after the test (MinJobAge keeps finished jobs): per
+  job its nodes and per node `CPU_IDs` (GRES indices only while the job
+  still runs);
+* slurmctld's log lines that start a job ("sched: Allocate JobId=N
+  NodeList=...", backfill's "_start_job: Started JobId=N in P on NODES",
+  srun/salloc's "_slurm_rpc_allocate_resources JobId=N NodeList=..."):
+  the nodes each job started on, which also covers jobs a test resized.
+
+Jobs are numbered per test in job id order (#1 is the test's first job), so
+two runs compare even when their absolute job ids differ.
+"""
+import re
+from dataclasses import dataclass, field
+
+from harness.alignment import parse_id_list
+
+JOB_ID_RE = re.compile(r"^JobId=(\d+)")
+DETAIL_RE = re.compile(r"^\s+Nodes=(\S+) CPU_IDs=(\S+)(?:.*?GRES=(\S*))?")
+ALLOC_RES = [
+    re.compile(r"sched: Allocate JobId=(\d+)(?:\+\d+)? NodeList=(\S+)"),
+    re.compile(r"sched: _slurm_rpc_allocate_resources JobId=(\d+) NodeList=(\S+)"),
+    re.compile(r"sched: _slurm_rpc_allocate_het_job JobId=(\d+) NodeList=(\S+)"),
+    re.compile(r"_start_job: Started JobId=(\d+)(?:\+\d+)? in \S+ on (\S+)"),
+]
+
+
+@dataclass
+class Job:
+    job_id: int
+    name: str = ""
+    state: str = ""
+    nodes: str = ""
+    # node -> (cpu ids, gpu indices)
+    per_node: dict = field(default_factory=dict)
+
+
+def parse_show_job(text: str, hostnames) -> dict:
+    """`scontrol -d show job` into {job_id: Job}; hostnames expands a
+    Slurm hostlist."""
+    jobs = {}
+    cur = None
+    for line in text.splitlines():
+        m = JOB_ID_RE.match(line)
+        if m:
+            cur = Job(int(m.group(1)))
+            jobs[cur.job_id] = cur
+            n = re.search(r"JobName=(.*)$", line)
+            cur.name = n.group(1) if n else ""
+            continue
+        if cur is None:
+            continue
+        m = re.search(r"\bJobState=(\S+)", line)
+        if m:
+            cur.state = m.group(1)
+        m = re.match(r"^\s+NodeList=(\S+)", line)
+        if m:
+            cur.nodes = m.group(1)
+        m = DETAIL_RE.match(line)
+        if m:
+            gpus = []
+            if m.group(3):
+                g = re.search(r"IDX:([0-9,\-]+)", m.group(3))
+                if g:
+                    gpus = parse_id_list(g.group(1))
+            for node in hostnames(m.group(1)):
+                cur.per_node[node] = (parse_id_list(m.group(2)), gpus)
+    return jobs
+
+
+def allocations_in_log(text: str) -> list:
+    """[(job_id, nodelist)] in the order slurmctld logged them."""
+    out = []
+    for line in text.splitlines():
+        for rx in ALLOC_RES:
+            m = rx.search(line)
+            if m:
+                out.append((int(m.group(1)), m.group(2)))
+                break
+    return out
+
+
+def relative(pairs, base: int) -> list:
+    return [(job_id - base + 1, nodes) for job_id, nodes in pairs]
+
+
+def spread(fx_node, cpu_ids) -> tuple:
+    """(NUMA nodes, sockets) the CPUs span on a fixture node. Slurm's CPU id
+    is core * threads_per_core + thread; cores are numbered socket-major."""
+    tpc = fx_node.threads_per_core
+    core_numa = {}
+    for numa in range(fx_node.numa_nodes):
+        for core in fx_node.cores_of_numa(numa):
+            core_numa[core] = numa
+    cores = {c // tpc for c in cpu_ids}
+    numas = {core_numa.get(c, -1) for c in cores}
+    sockets = {c // fx_node.cores_per_socket for c in cores}
+    return len(numas), len(sockets)
+
+
+def compare_test(fx, a: dict, b: dict) -> dict:
+    """Compare one test's placements of run a (cons_tres) and run b (the
+    plugin). a and b: {"jobs": [Job...] in id order, "log": [(rel, nodes)]}.
+
+    Returns {"node_diffs": [...], "cpu_worse": [...], "cpu_better": n,
+    "notes": [...]}: node_diffs are real differences (a job on other
+    nodes, or a different sequence of started node lists); cpu_worse lists
+    jobs whose CPUs span more NUMA nodes or sockets under the plugin."""
+    out = {"node_diffs": [], "cpu_worse": [], "cpu_better": 0, "compared": 0, "notes": []}
+    # the node list each job started on (a resized job's first one), by job number
+    la, lb = dict(a["log"]), dict(b["log"])
+    for rel in sorted(set(la) & set(lb)):
+        if la[rel] != lb[rel]:
+            out["node_diffs"].append(f"job #{rel} started on {la[rel]} under cons_tres, "
+                                     f"on {lb[rel]} under k8s_cons_tres (slurmctld log)")
+    ja, jb = a["jobs"], b["jobs"]
+    if len(ja) != len(jb):
+        out["notes"].append(f"{len(ja)} jobs under cons_tres, {len(jb)} under k8s_cons_tres")
+    for i, (x, y) in enumerate(zip(ja, jb), 1):
+        if x.name != y.name:
+            out["notes"].append(f"job #{i}: names differ ({x.name!r} / {y.name!r}); not compared")
+            continue
+        if set(x.per_node) != set(y.per_node):
+            out["node_diffs"].append(f"job #{i} ({x.name}): cons_tres {x.nodes or '-'} "
+                                     f"[{fmt_nodes(x)}], k8s_cons_tres {y.nodes or '-'} [{fmt_nodes(y)}]")
+            continue
+        for node in sorted(x.per_node):
+            out["compared"] += 1
+            ca, cb = x.per_node[node][0], y.per_node[node][0]
+            if len(ca) != len(cb):
+                out["notes"].append(f"job #{i} ({x.name}) on {node}: {len(ca)} CPUs under cons_tres, "
+                                    f"{len(cb)} under k8s_cons_tres")
+            sa, sb = spread(fx.node(node), ca), spread(fx.node(node), cb)
+            if sb[0] > sa[0] or sb[1] > sa[1]:
+                out["cpu_worse"].append(
+                    f"job #{i} ({x.name}) on {node}: CPUs {fmt(ca)} span {sa[0]} NUMA/{sa[1]} sockets "
+                    f"under cons_tres, {fmt(cb)} span {sb[0]}/{sb[1]} under k8s_cons_tres")
+            elif sb < sa:
+                out["cpu_better"] += 1
+    return out
+
+
+def fmt(ids) -> str:
+    from harness.alignment import format_id_list
+    return format_id_list(ids) or "-"
+
+
+def fmt_nodes(job: Job) -> str:
+    return " ".join(f"{n}:{fmt(c)}" + (f"/gpu{fmt(g)}" if g else "")
+                    for n, (c, g) in sorted(job.per_node.items()))
