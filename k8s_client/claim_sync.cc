@@ -57,6 +57,13 @@ void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
         intents.clear();
     }
     intents_[job_id] = std::move(intents);
+    // A Kubernetes node of the job that cannot take claims now (its pool
+    // incomplete, a driver restarting) gets them once it can: translated
+    // again by reconciliation until every node is covered.
+    incomplete_.erase(job_id);
+    for (const auto &n : jobs_[job_id].nodes)
+        if (const NodeEntry *e = inventory.node(n.node); e && !e->usable())
+            incomplete_.insert(job_id);
 }
 
 void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) {
@@ -77,6 +84,7 @@ void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory
 void ClaimSync::job_ended(uint32_t job_id) {
     std::lock_guard lock(mu_);
     jobs_.erase(job_id);
+    incomplete_.erase(job_id);
     auto it = intents_.find(job_id);
     if (it == intents_.end()) return;  // reconciliation deletes whatever is left
     for (const auto &in : it->second) submit_remove(in.name);
@@ -88,6 +96,7 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     std::lock_guard lock(mu_);
     jobs_.clear();
     intents_.clear();
+    incomplete_.clear();
     for (const auto &job : running) {
         jobs_[job.job_id] = job;
         if (inventory) translate(job.job_id, *inventory);
@@ -116,6 +125,7 @@ void ClaimSync::standby() {
     const size_t dropped = writer_.discard();
     jobs_.clear();
     intents_.clear();
+    incomplete_.clear();
     submitted_.clear();
     known_ = false;
     log_.info("this slurmctld is no longer in control: claim writes and reconciliation stop (" +
@@ -127,7 +137,7 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
     if (!known_ || !leader_ || !inventory) return;
     std::map<std::string, const ClaimIntent *> desired;
     for (const auto &[id, job] : jobs_) {
-        if (!intents_.count(id)) translate(id, *inventory);
+        if (!intents_.count(id) || incomplete_.count(id)) translate(id, *inventory);
         for (const auto &in : intents_[id]) desired[in.name] = &in;
     }
     std::set<std::string> seen;

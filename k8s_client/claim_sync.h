@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 
@@ -50,6 +51,7 @@ private:
     mutable std::mutex mu_;
     std::map<uint32_t, JobAlloc> jobs_;                    // running jobs (Kubernetes node names)
     std::map<uint32_t, std::vector<ClaimIntent>> intents_; // their claims, once translated
+    std::set<uint32_t> incomplete_;  // jobs with a node that could not take claims yet
     std::map<std::string, Clock::time_point> submitted_;   // claim name -> last write queued
     bool known_ = false;
     bool standby_ = false;  // no longer in control: write nothing

@@ -217,3 +217,33 @@ def test_cpus_the_driver_reserves_are_no_mismatch_and_never_used(cluster_factory
              what="the 16-CPU job to be held back")
     assert show_job(c, whole).get("JobState") == "PENDING", show_job(c, whole)
     assert not c.run("sinfo", "-h", "-N", "-n", "kube-b", "-o", "%t").stdout.strip().startswith("drain")
+
+
+def test_a_node_that_cannot_take_claims_gets_them_once_it_can(cluster_factory, tmp_path):
+    """slurmctld restarts while kube-b's dra.cpu slice is gone (a driver
+    restarting): its running job's missing claim cannot be written then,
+    and is written once the slice is back."""
+    import signal
+    c = cluster_factory("mixed.json")
+    job = sbatch(c, "-w", "kube-b", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
+    wait_job(c, job, states={"RUNNING"})
+    claim = wait_for(lambda: job_claims(c, job), timeout=30, what="the job's claim")[0]
+    sl = _cpu_slice(c, "kube-b")
+    state = c.run_dir / "state" / "job_state"
+    saved = state.stat().st_mtime if state.exists() else 0
+    wait_for(lambda: state.exists() and state.stat().st_mtime > saved, timeout=60,
+             what="slurmctld to save its job state")
+    c.stop_slurmctld(sig=signal.SIGKILL)
+    kubectl(c, "delete", "resourceslice", sl["metadata"]["name"])
+    kubectl(c, "delete", "resourceclaim", "-n", "slurm", claim["metadata"]["name"])
+    c.start_slurmctld()
+    assert running_on(c, job), show_job(c, job)
+    log = c.run_dir / "log" / "slurmctld.log"
+    wait_for(lambda: "slurmctld runs 1 jobs" in log.read_text(), timeout=60,
+             what="slurmctld to tell the plugin its jobs")
+    assert not job_claims(c, job), "no claim can be written while kube-b has no CPU slice"
+    sl["metadata"] = {"name": sl["metadata"]["name"]}
+    path = tmp_path / "slice.json"
+    path.write_text(json.dumps(sl))
+    kubectl(c, "create", "-f", str(path))
+    wait_for(lambda: job_claims(c, job), timeout=60, what="the job's claim once kube-b is usable again")
