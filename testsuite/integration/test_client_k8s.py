@@ -358,7 +358,7 @@ def test_writer_creates_allocates_and_deletes(server):
     code, lines = run_writer(server, "--count", "3", "--job", "50", "--node", "node00001")
     assert code == 0, lines
     assert all(r["ok"] and r["attempts"] == 1 for r in results(lines))
-    status, _, claim = server.request("GET", CLAIMS + "/slurm-probe-50-node00001")
+    status, _, claim = server.request("GET", CLAIMS + "/slurm-probe-50-node00001-0")
     assert status == 200
     assert claim["metadata"]["labels"]["k8s-cons-tres.slurm.io/job-id"] == "50"
     alloc = claim["status"]["allocation"]
@@ -369,13 +369,13 @@ def test_writer_creates_allocates_and_deletes(server):
                              "--delete")
     assert code == 0
     assert all(r["ok"] for r in results(lines, "remove"))
-    assert server.request("GET", CLAIMS + "/slurm-probe-50-node00001")[0] == 404
+    assert server.request("GET", CLAIMS + "/slurm-probe-50-node00001-0")[0] == 404
 
 
 def test_writer_grouped_mode_writes_the_cpuset(server):
     code, lines = run_writer(server, "--grouped", "--job", "7")
     assert code == 0, lines
-    claim = server.request("GET", CLAIMS + "/slurm-probe-7-node1")[2]
+    claim = server.request("GET", CLAIMS + "/slurm-probe-7-node1-0")[2]
     cfg = claim["status"]["allocation"]["devices"]["config"][0]
     assert cfg["opaque"]["parameters"]["cpuConfig"]["cpuset"] == "2-5"
     assert claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"] == {
@@ -386,8 +386,15 @@ def test_writer_is_idempotent_and_refuses_foreign_claims(server):
     assert run_writer(server, "--job", "8")[0] == 0
     code, lines = run_writer(server, "--job", "8")       # AlreadyExists, same allocation
     assert code == 0 and results(lines)[0]["ok"]
-    code, lines = run_writer(server, "--job", "8", "--grouped")   # different allocation
-    assert code != 0 and "allocated differently" in results(lines)[0]["error"]
+    before = server.request("GET", CLAIMS + "/slurm-probe-8-node1-0")[2]
+    # another allocation for the same claim (a job that shrank or grew):
+    # allocations are immutable, so exactly that object is deleted and the
+    # claim written anew
+    code, lines = run_writer(server, "--job", "8", "--grouped")
+    assert code == 0 and results(lines)[0]["ok"], lines
+    after = server.request("GET", CLAIMS + "/slurm-probe-8-node1-0")[2]
+    assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    assert after["status"]["allocation"] != before["status"]["allocation"]
     code, lines = run_writer(server, "--job", "8", "--foreign-labels")
     assert code != 0 and "not ours" in results(lines)[0]["error"]
 
@@ -398,7 +405,7 @@ def test_writer_survives_a_conflict_storm(server):
     assert code == 0, lines
     writer = [l for l in lines if l["event"] == "writer"][0]
     assert writer["conflicts"] == 6
-    assert server.request("GET", CLAIMS + "/slurm-probe-9-node1")[2]["status"]["allocation"]
+    assert server.request("GET", CLAIMS + "/slurm-probe-9-node1-0")[2]["status"]["allocation"]
 
 
 def test_writer_honours_retry_after(server):
