@@ -193,6 +193,7 @@ class Matrix:
         self.missing_since = {}             # (job, node) -> start of the claim debt
         self.orphan_since = {}              # (job, node) -> start of the orphan debt
         self.violations = []
+        self.violation_jobs = []  # per violation: the job of a (b) one, else None
         self.violated_keys = set()
         self.latencies = {"after_fault": [], "normal": []}
         self.orphan_latencies = []
@@ -220,6 +221,7 @@ class Matrix:
                     return
                 self.violated_keys.add(key)
             self.violations.append(f"t={self.now():.1f}s {what}")
+            self.violation_jobs.append(key[1][0] if key and key[0] == "b" else None)
         self.log(f"VIOLATION t={self.now():.1f}s {what}")
 
     # ---- observers ------------------------------------------------------
@@ -409,6 +411,7 @@ class Matrix:
                     if job not in self.excused:
                         self.violations.append(f"t={self.now():.1f}s (c) job {job} vanished "
                                                "and its id was reused, but it was not in flight at a kill")
+                        self.violation_jobs.append(None)
                     for k in ((job, n) for (j, n) in list(self.ran_during_fault) if j == job):
                         self.ran_during_fault.discard(k)
                     self.first_running.pop(job, None)

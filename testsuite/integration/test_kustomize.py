@@ -116,9 +116,12 @@ def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     write, = kinds["Role"]
     assert sorted((r, v) for rule in write["rules"]
                   for r in rule["resources"] for v in rule["verbs"]) == [
+        ("leases", "create"), ("leases", "get"), ("leases", "update"),
         ("resourceclaims", "create"), ("resourceclaims", "delete"),
         ("resourceclaims", "get"), ("resourceclaims/binding", "update"),
         ("resourceclaims/status", "update")]
+    assert [rule["apiGroups"] for rule in write["rules"] if "leases" in rule["resources"]] == \
+        [["coordination.k8s.io"]]
     sa, = kinds["ServiceAccount"]
     for binding in kinds["RoleBinding"] + kinds["ClusterRoleBinding"]:
         assert binding["subjects"] == [{
