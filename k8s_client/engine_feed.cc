@@ -186,11 +186,14 @@ void EngineFeed::rebuild(const Snapshot &snap) {
         // (again only when it changes).
         for (const std::string &name : batch) {
             const NodeEntry *e = next->node(name);
+            if (!e) {  // gone from the inventory: nothing to remember
+                warned_.erase(name);
+                continue;
+            }
             uint64_t h = 0;
-            if (e)
-                for (const std::string &w : e->warnings) h = h * 31 + std::hash<std::string>{}(w);
+            for (const std::string &w : e->warnings) h = h * 31 + std::hash<std::string>{}(w);
             auto [it, fresh] = warned_.try_emplace(name, 0);
-            if (e && !e->warnings.empty() && (fresh || it->second != h))
+            if (!e->warnings.empty() && (fresh || it->second != h))
                 for (const std::string &w : e->warnings) log_.debug("node " + name + ": " + w);
             it->second = h;
         }

@@ -25,6 +25,10 @@ std::string micro_time() {  // metav1.MicroTime: RFC 3339 with microseconds
     return out;
 }
 
+std::string leases_path(const LeaseOptions &o) {
+    return "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(o.ns) + "/leases";
+}
+
 }  // namespace
 
 std::string controllerIdentity() {
@@ -90,8 +94,7 @@ void LeaseKeeper::release() {
     if (!held()) return;
     held_until_.store(0);
     reported_ = false;
-    const std::string item = "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(opts_.ns) + "/leases/" +
-                             urlEncode(opts_.name);
+    const std::string item = leases_path(opts_) + "/" + urlEncode(opts_.name);
     try {
         HttpResponse g = client_.get(item);
         if (!g.ok()) return;
@@ -110,7 +113,7 @@ void LeaseKeeper::release() {
 }
 
 void LeaseKeeper::tick() {
-    const std::string coll = "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(opts_.ns) + "/leases";
+    const std::string coll = leases_path(opts_);
     const std::string item = coll + "/" + urlEncode(opts_.name);
     const auto now = Clock::now();
     const auto renewed_until = [&] {
