@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Kubernetes test API server for select/k8s_cons_tres: HTTPS + bearer
 tokens, resource.k8s.io/v1 ResourceSlices, DeviceClasses and ResourceClaims
-(with /status), list/watch/patch semantics of kube-apiserver, and run-time
-fault injection.  See testsuite/apiserver/README.md."""
+(with /status), Pods, list/watch/patch semantics of kube-apiserver, node
+agents standing in for kubelet, and run-time fault injection.  See testsuite/apiserver/README.md."""
 
 import argparse
 import os
@@ -35,6 +35,10 @@ def parse_args(argv):
     p.add_argument("--watch-timeout", type=float, default=1800.0,
                    metavar="SECONDS",
                    help="watch length when timeoutSeconds is not given")
+    p.add_argument("--node-agents", action="store_true",
+                   help="run a stand-in kubelet + DRA drivers per node that "
+                   "slices name: pods there run once their claims are "
+                   "reserved for them (GET /_test/nodes/NODE/agent)")
     p.add_argument("--verbose", action="store_true", help="log requests")
     return p.parse_args(argv)
 

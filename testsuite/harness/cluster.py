@@ -168,6 +168,9 @@ class Cluster:
         # too). harness/ha.py sets a veth address so that a backup
         # slurmctld in another network namespace reaches the server.
         self.apiserver_host = "127.0.0.1"
+        # The server's stand-in kubelet + DRA drivers per node (holder pods
+        # run, devices are prepared): see testsuite/harness/node_agent.py.
+        self.node_agents = True
 
     # ---- paths ------------------------------------------------------------
     @property
@@ -329,7 +332,8 @@ class Cluster:
         seed.write_text(json.dumps({"items": items}))
         info = self.apiserver_dir / "server.json"
         self._spawn("apiserver", ["/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
-                                  "--host", self.apiserver_host, "--port", "0", "--seed", str(seed)])
+                                  "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
+                                  *(["--node-agents"] if self.node_agents else [])])
         wait_for(info.exists, timeout=60, what="the test API server to listen",
                  on_timeout=lambda: self.tail("log/apiserver.out"))
         kubeconfig = self._least_privilege_kubeconfig()

@@ -28,6 +28,7 @@ def now_rfc3339():
 class Api:
     def __init__(self, store):
         self.store = store
+        self.kubelet = None   # the node agents, when they run (app.py)
 
     # ------------------------------------------------------------ helpers
     def existing(self, rtype, ns, name):
@@ -75,6 +76,10 @@ class Api:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(
                 random.choice(_GEN_CHARS) for _ in range(5))
+        if rtype.default:
+            rtype.default(obj, None)
+        if rtype.admit:
+            rtype.admit(self, obj)   # mutating admission: before validation
         causes = validation.object_meta(meta, rtype.namespaced)
         if rtype.validate_create:
             causes += rtype.validate_create(obj)
@@ -91,7 +96,8 @@ class Api:
             obj["spec"] = obj.get("spec") or {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
         elif rtype.has_status and not keep_status:
-            obj["status"] = {}
+            obj["status"] = rtype.initial_status(obj) if rtype.initial_status \
+                else {}
         with self.store.lock:
             if rtype.namespaced and not self.store.get(NAMESPACES, ns):
                 raise st.namespace_not_found(ns)
@@ -129,6 +135,8 @@ class Api:
                     obj["status"] = old_obj["status"]
                 else:
                     obj.pop("status", None)
+            if rtype.default:
+                rtype.default(obj, old_obj)
             if obj.get("spec") != old_obj.get("spec"):
                 meta["generation"] = old_obj["metadata"].get(
                     "generation", 1) + 1
@@ -158,7 +166,9 @@ class Api:
         return self.store.commit(rtype, "MODIFIED", obj, old)
 
     # ------------------------------------------------------------ status
-    def update_status(self, rtype, ns, name, obj, dry_run=False):
+    def update_status(self, rtype, ns, name, obj, dry_run=False, authz=None):
+        """authz: the request's RequestAuthz (None for the server's own
+        writes), for checks on synthetic subresources."""
         if not rtype.has_status:
             raise st.not_found(rtype, name)
         self._check_type(rtype, obj)
@@ -176,14 +186,16 @@ class Api:
                 new.pop("status", None)
             else:
                 new["status"] = obj["status"]
-            if rtype.validate_status:
-                self._validate(rtype, name,
-                               rtype.validate_status(old_obj, new))
+            causes = rtype.validate_status(old_obj, new) \
+                if rtype.validate_status else []
+            if authz is not None and rtype.status_authz:
+                causes += rtype.status_authz(old_obj, new, authz)
+            self._validate(rtype, name, causes)
             return self._store_update(rtype, new, old, old_obj, dry_run)
 
     # ------------------------------------------------------------ patch
     def patch(self, rtype, ns, name, ctype, body, subresource="",
-              dry_run=False):
+              dry_run=False, authz=None):
         with self.store.lock:
             old = self.existing(rtype, ns, name)
             patched = apply_patch(ctype, old.obj(), body)
@@ -191,7 +203,8 @@ class Api:
                 raise st.bad_request("patch result is not an object")
             patched.setdefault("metadata", {})
             if subresource == "status":
-                return self.update_status(rtype, ns, name, patched, dry_run)
+                return self.update_status(rtype, ns, name, patched, dry_run,
+                                          authz)
             return self.update(rtype, ns, name, patched, dry_run)
 
     # ------------------------------------------------------------ apply
@@ -221,6 +234,20 @@ class Api:
                                   f"{pre['resourceVersion']}, ResourceVersion "
                                   f"in object meta: {old.rv}")
             meta = old_obj["metadata"]
+            grace = rtype.grace_period(self, old_obj, options) \
+                if rtype.grace_period else None
+            if grace and meta.get("deletionTimestamp"):
+                return old_obj, False   # already terminating
+            if grace:   # graceful: whoever runs the object finishes it
+                if dry_run:
+                    return old_obj, False
+                meta["deletionTimestamp"] = (
+                    datetime.datetime.now(datetime.timezone.utc) +
+                    datetime.timedelta(seconds=grace)).strftime(
+                        "%Y-%m-%dT%H:%M:%SZ")
+                meta["deletionGracePeriodSeconds"] = grace
+                return self.store.commit(rtype, "MODIFIED", old_obj, old), \
+                    False
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp") or dry_run:
                     return old_obj, False

@@ -34,6 +34,7 @@ class App:
         self.auth = Authenticator()
         self.server = None
         self.control_server = None
+        self.agents = None   # ktas/kubelet.py, with --node-agents
         self.stop_event = threading.Event()
 
     # ------------------------------------------------------------ content
@@ -92,6 +93,10 @@ class App:
             self.seed_file(path)
         if opts.synthetic_nodes:
             self.load_synthetic(opts.synthetic_nodes)
+        if getattr(opts, "node_agents", False):
+            from .kubelet import NodeAgents
+            self.agents = self.api.kubelet = NodeAgents(self)
+            self.agents.start()
         self.server = ApiServer(self, opts.host, opts.port,
                                 os.path.join(rundir, "server.crt"),
                                 os.path.join(rundir, "server.key"),
@@ -113,6 +118,8 @@ class App:
         self.shutdown()
 
     def shutdown(self):
+        if self.agents:
+            self.agents.stop()
         self.faults.stop()
         self.store.drop_watches()
         self.server.stop()

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Bearer tokens -> users -> rules, a small RBAC: a rule grants verbs on
-resources ("*" matches any; a subresource is named "resourceclaims/status").
-Tokens can be added, replaced or revoked at run time (POST /_test/tokens)."""
+resources ("*" matches any; a subresource is named "resourceclaims/status"),
+in every namespace and at the cluster scope, or with "namespaces" only in
+those (like a Role's RoleBinding).  Tokens can be added, replaced or revoked
+at run time (POST /_test/tokens)."""
 
 import threading
 
@@ -35,7 +37,9 @@ class Authenticator:
 
     @staticmethod
     def _rule(rule):
-        return (set(rule.get("verbs") or []), set(rule.get("resources") or []))
+        nss = rule.get("namespaces")
+        return (set(rule.get("verbs") or []), set(rule.get("resources") or []),
+                None if nss is None else set(nss))
 
     def user(self, token, cert_cn=None):
         """(user, rules) for a verified client certificate (checked first,
@@ -48,15 +52,35 @@ class Authenticator:
             raise st.unauthorized()
         return found
 
+    @staticmethod
+    def allows(who, verb, resource, namespace):
+        """Whether `who` may `verb` `resource` ("kind/sub") in `namespace`
+        ("" = the cluster scope, which a namespaced rule never grants)."""
+        for verbs, resources, nss in who[1]:
+            if ("*" in verbs or verb in verbs) and \
+                    ("*" in resources or resource in resources) and \
+                    (nss is None or namespace in nss):
+                return True
+        return False
+
     def authorize(self, who, req):
-        user, rules = who
+        user, _ = who
         if req.rtype is None:
             return   # discovery is open to every authenticated user
         res = req.rtype.name + (f"/{req.subresource}" if req.subresource
                                 else "")
-        for verbs, resources in rules:
-            if ("*" in verbs or req.verb in verbs) and \
-                    ("*" in resources or res in resources):
-                return
+        if self.allows(who, req.verb, res, req.namespace):
+            return
         raise st.forbidden(user, req.verb, req.rtype.name, req.rtype.group,
                            req.namespace, req.subresource, req.name)
+
+
+class RequestAuthz:
+    """Further checks a request's own verb needs beyond its URL (the
+    synthetic subresources of 1.36 DRA status writes)."""
+
+    def __init__(self, who, verb):
+        self.user, self.verb, self._who = who[0], verb, who
+
+    def allows(self, resource, namespace):
+        return Authenticator.allows(self._who, self.verb, resource, namespace)

@@ -89,6 +89,8 @@ class Control:
             return h.send_json(200, self.tokens(self._obj(body)))
         if route == ("POST", "/_test/churn"):
             return h.send_json(200, self.churn(self._obj(body)))
+        if method == "GET" and path.startswith("/_test/nodes"):
+            return h.send_json(200, self.nodes(path))
         raise not_found()
 
     def _obj(self, body):
@@ -132,6 +134,25 @@ class Control:
         user = req.get("user") or req.get("role") or "user"
         self.app.auth.add(token, user, rules)
         return {"token": token, "user": user, "rules": rules}
+
+    def nodes(self, path):
+        """GET /_test/nodes: the nodes with an agent; GET
+        /_test/nodes/NODE/agent: that agent's view (README.md)."""
+        agents = self.app.agents
+        parts = path.split("/")[3:]
+        if not parts:
+            return {"enabled": agents is not None,
+                    "nodes": agents.nodes() if agents else []}
+        if len(parts) != 2 or parts[1] != "agent":
+            raise not_found()
+        view = agents.view(parts[0]) if agents else None
+        if view is None:
+            why = (f'no node agent for node "{parts[0]}" (no ResourceSlice '
+                   "names it)" if agents else "node agents are off (start the"
+                   " server with --node-agents)")
+            raise st.ApiError(404, "NotFound", why,
+                              {"name": parts[0], "kind": "nodes"})
+        return view
 
     def info(self):
         store = self.app.store

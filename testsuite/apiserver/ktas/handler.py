@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, parse_qs
 
 from . import status as st
 from .apply import is_apply
+from .auth import RequestAuthz
 from .routing import resolve, not_found, OPENAPI_V2_PB, OPENAPI_V2_TYPE
 from .selectors import parse_label_selector, parse_field_selector
 from .store import Filter, dumps
@@ -144,6 +145,7 @@ class Handler(BaseHTTPRequestHandler):
                 if injected:
                     raise st.injected(*injected)
             self.authorize(user, req)
+            self.who = user
             self.execute(req, query, body)
         except st.ApiError as err:
             self.send_json(err.code, err.body(), err.headers)
@@ -228,8 +230,10 @@ class Handler(BaseHTTPRequestHandler):
         api = self.app.api
         write = api.update_status if req.subresource == "status" \
             else api.update
+        extra = {"authz": RequestAuthz(self.who, req.verb)} \
+            if req.subresource == "status" else {}
         res = write(req.rtype, req.namespace, req.name, self.json_body(body),
-                    dry)
+                    dry, **extra)
         return self.send_entry(200, res)
 
     def verb_patch(self, req, query, body, dry):
@@ -242,13 +246,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_entry(201 if created else 200, res)
         res = self.app.api.patch(req.rtype, req.namespace, req.name,
                                  self.headers.get("Content-Type"), body,
-                                 req.subresource, dry)
+                                 req.subresource, dry,
+                                 RequestAuthz(self.who, req.verb))
         return self.send_entry(200, res)
 
     def verb_delete(self, req, query, body, dry):
         """Deleted now: a Success Status; held by finalizers: the object."""
         rt = req.rtype
         opts = self.json_body(body) if body else {}
+        if not isinstance(opts, dict):
+            raise st.bad_request("DeleteOptions must be an object")
+        if "gracePeriodSeconds" in query:   # the body's value wins
+            opts.setdefault("gracePeriodSeconds", query["gracePeriodSeconds"])
         res, gone = self.app.api.delete(rt, req.namespace, req.name, opts, dry)
         if not gone:
             return self.send_entry(200, res)

@@ -2,7 +2,9 @@
 """PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
 strategic merge patch with the patch strategies the served types declare
 (status.reservedFor and metadata.ownerReferences merge by uid,
-metadata.finalizers merges as a set; every other list is replaced)."""
+metadata.finalizers merges as a set, a pod's containers, resourceClaims and
+volumes merge by name, its status.conditions by type and podIPs/hostIPs by
+ip; every other list is replaced)."""
 
 import copy
 import json
@@ -46,7 +48,15 @@ def merge_patch(target, patch):
 # list path -> merge key (None: a list of scalars merged as a set)
 MERGE_LISTS = {("status", "reservedFor"): "uid",
                ("metadata", "ownerReferences"): "uid",
-               ("metadata", "finalizers"): None}
+               ("metadata", "finalizers"): None,
+               ("spec", "containers"): "name",
+               ("spec", "initContainers"): "name",
+               ("spec", "resourceClaims"): "name",
+               ("spec", "volumes"): "name",
+               ("status", "conditions"): "type",
+               ("status", "podIPs"): "ip",
+               ("status", "hostIPs"): "ip",
+               ("status", "resourceClaimStatuses"): "name"}
 
 
 def _strip_directives(patch):

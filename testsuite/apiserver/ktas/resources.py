@@ -5,7 +5,7 @@ validation hooks and the discovery entries derived from them."""
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import validation
+from . import pods, validation
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch",
              "update", "watch"]
@@ -25,6 +25,12 @@ class ResourceType:
     validate_update: Optional[Callable] = None
     validate_status: Optional[Callable] = None
     short_names: tuple = field(default=())
+    # Optional per-kind steps of kube-apiserver's pipeline (see api.py).
+    default: Optional[Callable] = None         # (obj, old_or_None)
+    admit: Optional[Callable] = None           # (api, obj) on create
+    initial_status: Optional[Callable] = None  # (obj) -> status on create
+    grace_period: Optional[Callable] = None    # (api, obj, options) -> s|None
+    status_authz: Optional[Callable] = None    # (old, new, authz) -> causes
 
     @property
     def api_version(self):
@@ -66,7 +72,8 @@ RESOURCE_CLAIMS = ResourceType(
     "v1", True, has_status=True,
     validate_create=validation.resource_claim,
     validate_update=validation.resource_claim_update,
-    validate_status=validation.resource_claim_status)
+    validate_status=validation.resource_claim_status,
+    status_authz=validation.resource_claim_binding)
 
 NAMESPACES = ResourceType(
     "namespaces", "namespace", "Namespace", "", "v1", False,
@@ -109,9 +116,30 @@ LEASES = ResourceType(
     validate_create=validation.lease,
     validate_update=lambda old, new: validation.lease(new))
 
+# Holder pods and the node agents' (ktas/kubelet.py) view of them.
+PODS = ResourceType(
+    "pods", "pod", "Pod", "", "v1", True, has_status=True,
+    fields=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+            "spec.serviceAccountName", "status.phase", "status.podIP",
+            "status.nominatedNodeName"),
+    validate_create=pods.validate, validate_update=pods.validate_update,
+    validate_status=pods.validate_status, short_names=("po",),
+    default=pods.default, admit=pods.admit,
+    initial_status=pods.initial_status, grace_period=pods.grace_period)
+
+# What the node agents report (kubelet's FailedPrepareDynamicResources) and
+# `kubectl describe` lists.
+EVENTS = ResourceType(
+    "events", "event", "Event", "", "v1", True,
+    fields=("involvedObject.kind", "involvedObject.namespace",
+            "involvedObject.name", "involvedObject.uid",
+            "involvedObject.apiVersion", "involvedObject.resourceVersion",
+            "involvedObject.fieldPath", "reason", "reportingComponent",
+            "type"), short_names=("ev",))
+
 TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
          SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
-         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES]
+         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES, PODS, EVENTS]
 # Insertion order: resource.k8s.io is the first group in discovery.
 BY_GROUP_VERSION = {}
 for _t in TYPES:

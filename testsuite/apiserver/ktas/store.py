@@ -166,6 +166,9 @@ class Store:
         self.history_limit = history_limit
         self.tables = collections.defaultdict(Table)
         self.watchers = set()
+        # Called with every event, under the lock: must only take note
+        # (the node agents wake up on them).
+        self.listeners = []
 
     # ------------------------------------------------------------ reads
     def get(self, rtype, key):
@@ -205,6 +208,8 @@ class Store:
             self.compacted = self.history.popleft().rv
         for w in list(self.watchers):
             w.offer(ev)
+        for fn in self.listeners:
+            fn(ev)
 
     def load_bulk(self, rtype, entries):
         """Insert prebuilt entries (synthetic inventory) without history:

@@ -12,9 +12,10 @@ _AGE = {"name": "Age", "type": "string", "format": "",
         "server time when this object was created.", "priority": 0}
 
 
-def _col(name, desc=""):
+def _col(name, desc="", priority=0):
+    """priority 1: shown by `kubectl get -o wide` only."""
     return {"name": name, "type": "string", "format": "",
-            "description": desc, "priority": 0}
+            "description": desc, "priority": priority}
 
 
 def wants_table(headers):
@@ -58,6 +59,30 @@ def claim_state(obj):
     return ",".join(states)
 
 
+def pod_status(obj):
+    """READY, STATUS and RESTARTS as kubectl shows them (printPod, without
+    init-container and sidecar details)."""
+    meta, status = obj["metadata"], obj.get("status") or {}
+    total = len((obj.get("spec") or {}).get("containers") or [])
+    reason = status.get("reason") or status.get("phase") or ""
+    ready = restarts = 0
+    for cs in reversed(status.get("containerStatuses") or []):
+        restarts += cs.get("restartCount", 0)
+        state = cs.get("state") or {}
+        waiting, term = state.get("waiting"), state.get("terminated")
+        if waiting and waiting.get("reason"):
+            reason = waiting["reason"]
+        elif term and term.get("reason"):
+            reason = term["reason"]
+        elif term:
+            reason = f"ExitCode:{term.get('exitCode', 0)}"
+        elif cs.get("ready") and state.get("running"):
+            ready += 1
+    if meta.get("deletionTimestamp"):
+        reason = "Terminating"
+    return f"{ready}/{total}", reason, str(restarts)
+
+
 def _columns(rtype):
     if rtype.name == "resourceslices":
         return [_NAME, _col("Node"), _col("Driver"), _col("Pool"), _AGE]
@@ -65,6 +90,14 @@ def _columns(rtype):
         return [_NAME, _col("State"), _AGE]
     if rtype.name == "namespaces":
         return [_NAME, _col("Status"), _AGE]
+    if rtype.name == "pods":
+        return [_NAME, _col("Ready"), _col("Status"), _col("Restarts"), _AGE,
+                _col("IP", priority=1), _col("Node", priority=1),
+                _col("Nominated Node", priority=1),
+                _col("Readiness Gates", priority=1)]
+    if rtype.name == "events":
+        return [_col("Last Seen"), _col("Type"), _col("Reason"),
+                _col("Object"), _col("Message")]
     return [_NAME, _AGE]
 
 
@@ -81,6 +114,19 @@ def _cells(rtype, obj):
     if rtype.name == "namespaces":
         return [meta["name"], (obj.get("status") or {}).get("phase", ""),
                 age]
+    if rtype.name == "pods":
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        return [meta["name"], *pod_status(obj), age,
+                status.get("podIP") or "<none>",
+                spec.get("nodeName") or "<none>",
+                status.get("nominatedNodeName") or "<none>", "<none>"]
+    if rtype.name == "events":
+        inv = obj.get("involvedObject") or {}
+        return [human_age(obj.get("lastTimestamp") or
+                          meta.get("creationTimestamp")),
+                obj.get("type", ""), obj.get("reason", ""),
+                f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}",
+                obj.get("message", "")]
     return [meta["name"], age]
 
 

@@ -590,3 +590,23 @@ def lease(obj):
     if holder is not None and not isinstance(holder, str):
         out.append(bad("spec.holderIdentity", holder, "must be a string"))
     return out
+
+
+def resource_claim_binding(old, new, authz):
+    """Kubernetes 1.36 (DRAResourceClaimGranularStatusAuthorization, beta,
+    on): a status write that changes `allocation` or `reservedFor` also needs
+    the request's verb on the synthetic `resourceclaims/binding`, checked
+    cluster-wide (empty namespace and name), so only a ClusterRole bound by a
+    ClusterRoleBinding grants it.  Denied, it is a 422 with this cause."""
+    ost, nst = old.get("status") or {}, new.get("status") or {}
+    if ost.get("allocation") == nst.get("allocation") and \
+            (ost.get("reservedFor") or []) == (nst.get("reservedFor") or []):
+        return []
+    if authz.allows("resourceclaims/binding", ""):
+        return []
+    return [forbidden(
+        "status", "changing status.allocation or status.reservedFor requires"
+        f' resource="resourceclaims/binding", verb="{authz.verb}" permission:'
+        f' resourceclaims.resource.k8s.io is forbidden: User "{authz.user}"'
+        f' cannot {authz.verb} resource "resourceclaims/binding" in API group'
+        ' "resource.k8s.io" at the cluster scope')]
