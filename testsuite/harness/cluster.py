@@ -22,6 +22,7 @@ import yaml
 
 from . import fixture as fixture_mod
 from . import k8s_seed
+from . import slurm_release
 from .alignment import format_id_list
 from .wait import wait_for
 
@@ -171,6 +172,16 @@ class Cluster:
         # The server's stand-in kubelet + DRA drivers per node (holder pods
         # run, devices are prepared): see testsuite/harness/node_agent.py.
         self.node_agents = True
+        self._release = None  # see the release property
+
+    @property
+    def release(self) -> slurm_release.Release:
+        """The Slurm release this cluster runs: the one given to up(), else
+        the one cluster.json records, else the installed one."""
+        if self._release is None:
+            recorded = self.state().get("slurm") if self.state_file.exists() else None
+            self._release = slurm_release.get(recorded)
+        return self._release
 
     # ---- paths ------------------------------------------------------------
     @property
@@ -192,7 +203,7 @@ class Cluster:
         if kube.exists():
             env["KUBECONFIG"] = str(kube)
         env.update(self.extra_env)
-        return env
+        return self.release.env(env)
 
     def run(self, *cmd, check=True, timeout=60, **kw) -> subprocess.CompletedProcess:
         res = subprocess.run(list(cmd), env=self.env(), capture_output=True, text=True,
@@ -210,7 +221,8 @@ class Cluster:
         link = self.run_dir / "plugins" / PLUGIN_NAME
         if link.exists() or link.is_symlink():
             link.unlink()
-        shutil.copy2(plugin, link)
+        if plugin:  # none for a release our plugin cannot load into
+            shutil.copy2(plugin, link)
         plugin_dir = f"{self.run_dir / 'plugins'}:{_installed_plugin_dir()}"
         ctld_port, node_ports = ports[0], ports[1:]
         cluster_name = "k8s" + self.run_dir.name.replace("_", "").replace("-", "")[-8:].lower()
@@ -275,6 +287,7 @@ class Cluster:
                             (f" Cores={format_id_list(cores)}" if cores else ""))
         names = ",".join(n.name for n in fx.nodes)
         lines.append(f"PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP")
+        lines, gres = self.release.configs(lines, gres)
         (etc / "slurm.conf").write_text("\n".join(lines) + "\n")
         (etc / "gres.conf").write_text("\n".join(gres) + "\n")
 
@@ -303,7 +316,7 @@ class Cluster:
         return _proc_env(pid).get(RUN_MARK) == str(self.run_dir)
 
     def start_slurmctld(self):
-        self._spawn("slurmctld", ["slurmctld", "-D"])
+        self._spawn("slurmctld", [self.release.daemon("slurmctld"), "-D"])
         wait_for(lambda: self.run("scontrol", "ping", check=False, timeout=20).stdout.find("UP") >= 0,
                  timeout=60, what="slurmctld to answer ping",
                  on_timeout=lambda: self.tail("log/slurmctld.log"))
@@ -315,7 +328,7 @@ class Cluster:
             wait_for(lambda: not self._alive_ours(pid), timeout=30, what="slurmctld to exit")
 
     def start_slurmd(self, node: str):
-        self._spawn(f"slurmd.{node}", ["slurmd", "-D", "-N", node])
+        self._spawn(f"slurmd.{node}", [self.release.daemon("slurmd"), "-D", "-N", node])
 
     @property
     def apiserver_dir(self) -> Path:
@@ -374,12 +387,19 @@ class Cluster:
         return json.loads((self.apiserver_dir / "server.json").read_text())
 
     def prepare(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None,
-                slices=None, claims=None):
+                slices=None, claims=None, slurm=None):
         """Write the run directory's configuration; start nothing. With
         `slices` (recorded files) the nodes are what k8s-cons-tres-inspect
-        derives from them, and the fixture is not read."""
+        derives from them, and the fixture is not read. `slurm`: the release
+        to run (slurm_release.RELEASES; default the installed one)."""
         if select not in SELECT_TYPES:
             raise ClusterError(f"--select must be one of {SELECT_TYPES}")
+        try:
+            self._release = slurm_release.get(slurm)
+            self._release.check_select(select)
+            self._release.require_built()
+        except slurm_release.SlurmReleaseError as e:
+            raise ClusterError(str(e)) from None
         if slices:
             fx = fixture_mod.from_inspect(inspect_recorded(slices, claims or []),
                                           k8s_seed.seed_recorded(slices, claims or []))
@@ -388,13 +408,14 @@ class Cluster:
         else:
             fx = fixture_mod.load(fixture_path)
             source = {"fixture": str(Path(fixture_path).resolve())}
-        plugin = Path(plugin) if plugin else find_plugin()
+        if self.release.loads_our_plugin:
+            plugin = Path(plugin) if plugin else find_plugin()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(1 + len(fx.nodes))
         self._write_config(fx, select, plugin, ports)
         self.state_file.write_text(json.dumps({
-            **source, "select": select,
-            "plugin": str(plugin), "nodes": [n.name for n in fx.nodes],
+            **source, "select": select, "slurm": self.release.version,
+            "plugin": str(plugin) if plugin else None, "nodes": [n.name for n in fx.nodes],
             "slurmctld_port": ports[0]}, indent=1))
         return fx
 
@@ -403,8 +424,8 @@ class Cluster:
         return self.run_dir / "etc" / "k8s_cons_tres.conf"
 
     def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None, kubernetes=True,
-           slices=None, claims=None):
-        fx = self.prepare(fixture_path, select, plugin, slices, claims)
+           slices=None, claims=None, slurm=None):
+        fx = self.prepare(fixture_path, select, plugin, slices, claims, slurm)
         try:
             if kubernetes:
                 self.start_apiserver(fx)
@@ -473,7 +494,8 @@ class Cluster:
 
     def exports(self) -> str:
         env = self.env()
-        out = [f"export SLURM_CONF={env['SLURM_CONF']}", f"export {RUN_MARK}={self.run_dir}"]
+        out = [f"export SLURM_CONF={env['SLURM_CONF']}", f"export {RUN_MARK}={self.run_dir}",
+               self.release.export_path()]
         if "KUBECONFIG" in env:
             out.append(f"export KUBECONFIG={env['KUBECONFIG']}")
         return "\n".join(out)

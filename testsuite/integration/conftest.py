@@ -18,10 +18,10 @@ FIXTURES = TESTSUITE / "fixtures"
 def cluster_factory():
     started = []
 
-    def make(fixture="demo.json", select="k8s_cons_tres", kubernetes=True):
+    def make(fixture="demo.json", select="k8s_cons_tres", kubernetes=True, slurm=None):
         c = Cluster(new_run_dir("k8s-cons-tres-test-"))
         started.append(c)
-        c.up(str(FIXTURES / fixture), select=select, kubernetes=kubernetes)
+        c.up(str(FIXTURES / fixture), select=select, kubernetes=kubernetes, slurm=slurm)
         return c
 
     yield make

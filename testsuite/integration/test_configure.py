@@ -81,3 +81,15 @@ def test_matching_fake_source_passes_the_version_check(tmp_path):
     res = run_configure(build, f"--with-slurm-source={tree}", "--with-plugindir=/tmp/x")
     assert "version mismatch" not in res.stderr
     assert res.returncode == 0, res.stderr
+
+
+def test_a_list_of_slurm_releases_is_refused_for_now(tmp_path):
+    res = run_configure(tmp_path, "--with-slurm=22.05.8,26.05.3")
+    assert res.returncode != 0
+    assert "one release per build" in res.stderr, res.stderr
+
+
+def test_an_unknown_slurm_release_is_refused(tmp_path):
+    res = run_configure(tmp_path, "--with-slurm=23.02.1")
+    assert res.returncode != 0
+    assert "unknown release" in res.stderr and "26.05.3" in res.stderr, res.stderr

@@ -1,0 +1,156 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Build one Slurm release into a private prefix, once, and cache it. The
+# test harness runs that release's daemons and commands on loopback
+# (auth/none, cred/none, so no munge), and configure builds the plugin
+# against the kept source tree (internal src/ headers and the generated
+# config.h are not installed by `make install`).
+#
+# Usage: slurm-release.sh [--cache DIR] VERSION
+#        slurm-release.sh --list        (the releases it can build)
+# Prints the release directory on the last line of stdout:
+#   DIR/src/      the unpacked, configured and built source tree
+#   DIR/prefix/   what `make install` put there (bin, sbin, lib/slurm, include)
+#   DIR/stamp     version, tarball checksum and configure line of that build;
+#                 written last, so a build that stopped half-way is redone
+#
+# Where the sources come from (22.05.8 is the installed Debian Slurm and is
+# prepared by prepare-slurm-source.sh instead):
+#   24.11.5  Debian's upstream tarball in the pool of slurm-wlm (Debian 13's
+#            release), from the archive this machine's own apt sources name;
+#            no host is named here
+#   25.11.7, 26.05.3  the vendored tarballs in ../shared/vendor beside the
+#            source tree ($K8S_CONS_TRES_VENDOR), checked against its SHA256SUMS
+#
+# K8S_SLURM_MAKE_JOBS: parallel make jobs (default 2: the machine is shared).
+set -eu
+
+say() { echo "slurm-release: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache="${K8S_CONS_TRES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/k8s-cons-tres}"
+vendor="${K8S_CONS_TRES_VENDOR:-$top/../shared/vendor}"
+jobs="${K8S_SLURM_MAKE_JOBS:-2}"
+releases="24.11.5 25.11.7 26.05.3"
+version=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--cache) [ $# -ge 2 ] || die "--cache needs a directory"; cache="$2"; shift 2 ;;
+	--list) echo "$releases"; exit 0 ;;
+	-*) die "unknown option '$1'" ;;
+	*) [ -z "$version" ] || die "one VERSION only (got '$version' and '$1')"; version="$1"; shift ;;
+	esac
+done
+[ -n "$version" ] || die "usage: slurm-release.sh [--cache DIR] VERSION (one of: $releases)"
+
+# Each release: where its tarball comes from and what it must hash to.
+# 24.11.5's checksum is the one Debian's signed Sources index of trixie lists
+# for slurm-wlm_24.11.5.orig.tar.gz (its .dsc is not served, so apt-get
+# source cannot be used).
+case "$version" in
+24.11.5) origin=debian; tarball=slurm-wlm_24.11.5.orig.tar.gz
+	sha256=e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332 ;;
+25.11.7 | 26.05.3) origin=vendor; tarball=slurm-$version.tar.gz
+	[ -f "$vendor/SHA256SUMS" ] ||
+		die "$vendor/SHA256SUMS not found: shared/vendor must sit beside the source tree, or set K8S_CONS_TRES_VENDOR"
+	sha256=$(awk -v f="$tarball" '$2 == f || $2 == "*" f { print $1 }' "$vendor/SHA256SUMS")
+	[ -n "$sha256" ] || die "$tarball is not listed in $vendor/SHA256SUMS" ;;
+22.05.8) die "22.05.8 is the installed Debian Slurm: configure prepares its source with build-aux/prepare-slurm-source.sh" ;;
+*) die "unknown Slurm release '$version' (known: $releases; 22.05.8 is the installed one)" ;;
+esac
+
+dir="$cache/slurm-$version"
+src="$dir/src"
+prefix="$dir/prefix"
+stamp="$dir/stamp"
+log="$dir/build.log"
+# Keep in step with the configure call below (the stamp records this line).
+configure_line="./configure --prefix=$prefix --enable-multiple-slurmd --without-munge"
+want=$(printf 'version %s\nsha256 %s\nconfigure %s\n' "$version" "$sha256" "$configure_line")
+
+mkdir -p "$dir" || die "cannot create $dir"
+# One build per release at a time (configure and run-tests may both ask).
+exec 9>"$dir/.lock"
+flock 9 || die "cannot lock $dir/.lock"
+
+if [ -f "$stamp" ] && [ "$(grep -v '^seconds ' "$stamp")" = "$want" ] && [ -x "$prefix/sbin/slurmctld" ]; then
+	say "using cached Slurm $version in $dir"
+	echo "$dir"
+	exit 0
+fi
+rm -f "$stamp"
+
+# ---- fetch and verify ---------------------------------------------------------
+verify() { [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$sha256" ]; }
+if [ "$origin" = vendor ]; then
+	file="$vendor/$tarball"
+	[ -f "$file" ] || die "$file not found (shared/vendor beside the source tree, or K8S_CONS_TRES_VENDOR)"
+	verify "$file" || die "$file does not match its SHA256SUMS entry: refusing to build it"
+else
+	file="$dir/$tarball"
+	if [ ! -f "$file" ] || ! verify "$file"; then
+		rm -f "$file"
+		# The archive URIs of this release's suite, from the machine's apt
+		# sources (deb822 and one-line), as prepare-slurm-source.sh derives them;
+		# security archives carry no pool of this package.
+		codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+		[ -n "$codename" ] || die "cannot tell the Debian release from /etc/os-release"
+		uris=$(
+			for f in /etc/apt/sources.list.d/*.sources; do
+				[ -f "$f" ] || continue
+				awk -v rel="$codename" '
+					function flush() { if (types ~ /(^| )deb( |$)/ && base) print uris
+						types = ""; uris = ""; base = 0 }
+					/^[ \t]*$/ { flush(); next }
+					/^#/ { next }
+					/^Types:/ { sub(/^Types:[ \t]*/, ""); types = $0; next }
+					/^URIs:/ { sub(/^URIs:[ \t]*/, ""); uris = $0; next }
+					/^Suites:/ { n = split($0, s, " "); for (i = 2; i <= n; i++) if (s[i] == rel) base = 1; next }
+					END { flush() }' "$f"
+			done
+			[ ! -f /etc/apt/sources.list ] || awk -v rel="$codename" '$1 == "deb" {
+				for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /:\/\//) break
+				if ($(i + 1) == rel) print $i }' /etc/apt/sources.list
+		)
+		[ -n "$uris" ] || die "no Debian '$codename' archive found in /etc/apt/sources.list{,.d} to fetch $tarball from"
+		for uri in $uris; do
+			say "fetching $tarball from the Debian pool of the machine's '$codename' archive"
+			# apt's own downloader: apt's proxy settings apply, and it checks the hash.
+			if /usr/lib/apt/apt-helper -qq -o APT::Sandbox::User=root download-file \
+				"${uri%/}/pool/main/s/slurm-wlm/$tarball" "$file.part" "SHA256:$sha256" >/dev/null; then
+				mv "$file.part" "$file"
+				break
+			fi
+			rm -f "$file.part"
+		done
+		[ -f "$file" ] || die "could not fetch $tarball (or it did not match its checksum) from the Debian pool"
+	fi
+	verify "$file" || die "$file does not match its checksum"
+fi
+say "$tarball: sha256 OK"
+
+# ---- unpack, configure, build, install ------------------------------------------
+start=$(date +%s)
+rm -rf "$src" "$prefix" "$dir/unpack"
+mkdir -p "$dir/unpack"
+tar -xzf "$file" -C "$dir/unpack" || die "cannot unpack $file"
+# The top directory differs (slurm-26.05.3/, slurm-slurm-24-11-5-1/): take the only one.
+set -- "$dir"/unpack/*/
+[ $# -eq 1 ] && [ -f "$1/configure" ] || die "$file does not hold one Slurm source directory"
+mv "$1" "$src" && rmdir "$dir/unpack"
+
+fail() { tail -n 30 "$log" >&2; die "$1 failed for Slurm $version; the whole log is $log"; }
+say "configuring Slurm $version: $configure_line (log: $log)"
+(cd "$src" && ./configure --prefix="$prefix" --enable-multiple-slurmd --without-munge) >"$log" 2>&1 ||
+	fail "configure"
+say "building Slurm $version (make -j$jobs; about 3 minutes on 2 cores)"
+(cd "$src" && make -j"$jobs") >>"$log" 2>&1 || fail "make"
+(cd "$src" && make install) >>"$log" 2>&1 || fail "make install"
+[ -x "$prefix/sbin/slurmctld" ] && [ -x "$prefix/sbin/slurmd" ] && [ -x "$prefix/bin/scontrol" ] ||
+	die "make install left no slurmctld/slurmd/scontrol in $prefix"
+seconds=$(($(date +%s) - start))
+{ echo "$want"; echo "seconds $seconds"; } >"$stamp"
+say "Slurm $version ready in $dir (built in ${seconds}s)"
+echo "$dir"

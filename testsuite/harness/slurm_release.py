@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Which Slurm release a harness cluster runs, and what differs per release.
+
+22.05.8 is the installed Debian Slurm, the only release the plugin is built
+for today. The others are private builds that build-aux/slurm-release.sh
+caches under <cache>/slurm-VERSION/prefix (<cache> is $K8S_CONS_TRES_CACHE,
+else $XDG_CACHE_HOME/k8s-cons-tres, else ~/.cache/k8s-cons-tres). A cluster
+of such a release runs that prefix's slurmctld and slurmd, and its commands
+come first on PATH: a client must speak its slurmctld's protocol.
+
+Everything release-specific in the harness lives here; cluster.py only asks.
+"""
+import os
+import re
+import shutil
+from pathlib import Path
+
+from .alignment import format_id_list, parse_id_list
+
+INSTALLED = "22.05.8"
+PRIVATE = ("24.11.5", "25.11.7", "26.05.3")  # as `build-aux/slurm-release.sh --list`
+RELEASES = (INSTALLED,) + PRIVATE
+
+
+class SlurmReleaseError(RuntimeError):
+    pass
+
+
+def cache_dir() -> Path:
+    """Where build-aux/slurm-release.sh caches its builds (the same rule)."""
+    if os.environ.get("K8S_CONS_TRES_CACHE"):
+        return Path(os.environ["K8S_CONS_TRES_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "k8s-cons-tres"
+
+
+class Release:
+    def __init__(self, version: str):
+        if version not in RELEASES:
+            raise SlurmReleaseError(f"unknown Slurm release {version!r}: one of {', '.join(RELEASES)}")
+        self.version = version
+        self.private = version != INSTALLED
+        self.dir = cache_dir() / f"slurm-{version}" if self.private else None
+        self.prefix = self.dir / "prefix" if self.private else Path("/usr")
+
+    def __repr__(self):
+        return f"Release({self.version!r})"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.prefix / "bin"
+
+    @property
+    def plugin_dir(self) -> Path:
+        return self.prefix / "lib" / "slurm"
+
+    @property
+    def loads_our_plugin(self) -> bool:
+        """select_k8s_cons_tres.so is built for 22.05.8 only (for now)."""
+        return not self.private
+
+    def built(self) -> bool:
+        if not self.private:
+            return shutil.which("slurmctld", path=os.environ.get("PATH", "") + ":/usr/sbin") is not None
+        # The stamp is written last: without it the build did not finish.
+        return (self.dir / "stamp").is_file() and (self.prefix / "sbin" / "slurmctld").is_file()
+
+    def not_built_reason(self) -> str:
+        if not self.private:
+            return "slurmctld is not installed: run build-aux/install-deps.sh"
+        return (f"Slurm {self.version} is not built: run build-aux/slurm-release.sh {self.version} "
+                f"(a few minutes, cached in {self.dir})")
+
+    def require_built(self):
+        if not self.built():
+            raise SlurmReleaseError(self.not_built_reason())
+
+    def check_select(self, select: str):
+        if select != "cons_tres" and not self.loads_our_plugin:
+            raise SlurmReleaseError(f"select/{select} cannot load into Slurm {self.version} yet "
+                                    f"(the plugin is built for {INSTALLED}): use select/cons_tres")
+
+    def daemon(self, name: str) -> str:
+        """slurmctld/slurmd: the installed one as found on PATH (as before),
+        else the private build's."""
+        return str(self.prefix / "sbin" / name) if self.private else name
+
+    def env(self, env: dict) -> dict:
+        """The environment of the daemons and commands: a private build's
+        bin and sbin first (the installed release leaves PATH alone)."""
+        if self.private:
+            env["PATH"] = f"{self.bin_dir}:{self.prefix / 'sbin'}:{env.get('PATH', '')}"
+        return env
+
+    def export_path(self) -> str:
+        return f"export PATH={self.bin_dir}:$PATH"
+
+    def configs(self, slurm_lines: list, gres_lines: list) -> tuple:
+        """The harness's slurm.conf and gres.conf lines (written for 22.05.8)
+        as this release wants them."""
+        if not self.private:
+            return slurm_lines, gres_lines
+        return self._slurm_conf(slurm_lines), _cores_to_sockets(slurm_lines, gres_lines)
+
+    def _slurm_conf(self, lines: list) -> list:
+        out = []
+        for line in lines:
+            key, _, value = line.partition("=")
+            if key == "PluginDir":
+                # Only this release's plugins: our 22.05.8 plugin must not sit
+                # in a directory that slurmctld and the commands scan.
+                line = f"PluginDir={self.plugin_dir}"
+            elif key in _NONE_PLUGINS and value.endswith("/none"):
+                # These releases have no such plugin; an absent key means none
+                # (read_config.c still maps */none to unset: do not rely on it).
+                continue
+            out.append(line)
+        return out
+
+
+# Keys whose */none plugin 22.05 ships and 24.11 and later do not
+# (auth/none, cred/none and MpiDefault=none are still there).
+_NONE_PLUGINS = ("SwitchType", "TaskPlugin", "JobCompType", "AccountingStorageType",
+                 "JobAcctGatherType")
+
+
+def get(version=None) -> Release:
+    """The release `version` names (None: the installed 22.05.8)."""
+    return Release(version or INSTALLED)
+
+
+def _cores_to_sockets(slurm_lines: list, gres_lines: list) -> list:
+    """gres.conf Cores= widened to whole sockets: in 24.11 and later a GRES whose
+    cores do not fill whole sockets puts its node in state INVAL ("doesn't
+    match socket boundaries"); 22.05 takes any core list (a NUMA node's)."""
+    per_socket = {}
+    for line in slurm_lines:
+        m = re.match(r"NodeName=(\S+) .*\bCoresPerSocket=(\d+)", line)
+        if m:
+            per_socket[m.group(1)] = int(m.group(2))
+    out = []
+    for line in gres_lines:
+        node = re.match(r"NodeName=(\S+)", line)
+        cores = re.search(r"\bCores=(\S+)", line)
+        if node and cores and node.group(1) in per_socket:
+            n = per_socket[node.group(1)]
+            sockets = {c // n for c in parse_id_list(cores.group(1))}
+            whole = [s * n + i for s in sockets for i in range(n)]
+            line = line[:cores.start(1)] + format_id_list(whole) + line[cores.end(1):]
+        out.append(line)
+    return out
