@@ -32,6 +32,7 @@ k8sdra::JobAlloc job_alloc(uint32_t job_id, const char *user,
         n.node = nodes[i].node ? nodes[i].node : "";
         n.cores.assign(nodes[i].cores, nodes[i].cores + nodes[i].ncores);
         n.gres.assign(nodes[i].gres, nodes[i].gres + nodes[i].ngres);
+        n.mem_mb = nodes[i].mem_mb;
         job.nodes.push_back(std::move(n));
     }
     return job;

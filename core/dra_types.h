@@ -102,6 +102,7 @@ struct ClaimHolding {
     std::vector<AllocationResult> results;
     std::string nodeName;                         // from allocation.nodeSelector, "" if none
     std::string opaqueCpuset;                     // dra.cpu opaque cpuset config, "" if none
+    std::vector<std::string> reservedForPods;     // status.reservedFor: uids of the pods
     bool operator==(const ClaimHolding &) const = default;
 };
 

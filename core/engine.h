@@ -48,6 +48,7 @@ struct JobNodeAlloc {
     std::string node;             // Kubernetes node name
     std::vector<uint32_t> cores;  // Slurm core indices (every thread is the job's)
     std::vector<uint32_t> gres;   // GPU GRES indices
+    uint64_t mem_mb = 0;          // memory Slurm gives the job there
     bool operator==(const JobNodeAlloc &) const = default;
 };
 

@@ -81,14 +81,15 @@ K8SDRA_API int k8sdra_choose(const char *node, uint32_t cpus,
 			     const uint32_t *busy_cores, size_t nbusy,
 			     uint64_t busy_gres, struct k8sdra_choice *out);
 
-/* One node of a job: Slurm core indices (all their threads are the job's)
- * and GPU GRES indices. */
+/* One node of a job: Slurm core indices (all their threads are the job's),
+ * GPU GRES indices and the memory (MB) Slurm gives the job there. */
 struct k8sdra_job_node {
 	const char *node;
 	const uint32_t *cores;
 	size_t ncores;
 	const uint32_t *gres;
 	size_t ngres;
+	uint64_t mem_mb;
 };
 
 /* A job started (or is running, for k8sdra_jobs_known): its claims are

@@ -150,6 +150,13 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              c.claim_queue_limit = static_cast<size_t>(n);
              return "";
          }}},
+        {"holderpods", {"HolderPods", [](PluginConfig &c, const std::string &v) { return set_bool(c.holder_pods, v); }}},
+        {"holderimage", {"HolderImage", [](PluginConfig &c, const std::string &v) -> std::string {
+             for (char ch : v)
+                 if (std::isspace(static_cast<unsigned char>(ch)) || ch == '"') return "an image reference has no spaces or quotes";
+             return set_nonempty(c.holder_image, v);
+         }}},
+        {"holderpriorityclass", {"HolderPriorityClass", [](PluginConfig &c, const std::string &v) { return set_subdomain(c.holder_priority_class, v); }}},
         {"debuglevel", {"DebugLevel", [](PluginConfig &c, const std::string &v) -> std::string {
              static const std::map<std::string, int> levels = {
                  {"error", 0}, {"info", 1}, {"verbose", 2}, {"debug", 3}};

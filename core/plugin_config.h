@@ -43,6 +43,14 @@ struct PluginConfig {
     std::chrono::seconds request_timeout{10};    // RequestTimeout=
     size_t claim_queue_limit = 100000;           // ClaimQueueLimit=
     int log_level = 1;                           // DebugLevel=error|info|verbose|debug
+    // Holder pods: one pod per job and Kubernetes node consumes the job's
+    // claims, so kubelet prepares them and the drivers carve the devices out
+    // of the node's shared pool. The image runs nothing; the default is the
+    // pause image's repository path, resolved by the node's registry settings
+    // (sites name their mirror of it in HolderImage=).
+    bool holder_pods = true;                                     // HolderPods=
+    std::string holder_image = "pause:3.10";                     // HolderImage=
+    std::string holder_priority_class = "slurm-k8s-cons-tres-holder";  // HolderPriorityClass=
 
     // Not from the file: where the admin view (k8s_cons_tres_view.json) is
     // written, slurmctld's StateSaveLocation; "" for none.

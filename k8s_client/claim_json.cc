@@ -313,19 +313,30 @@ std::string labelValue(const std::string &raw) {
     return v + "-" + fnvHex(raw);
 }
 
-std::string claimName(const std::string &cluster, uint64_t jobId,
-                      const std::string &node, unsigned part) {
-    // Every part carries its number, so node "n" part 1 ("...-n-1") never
+namespace {
+// slurm-<cluster>-<job>-<node>-<suffix>, a DNS subdomain of at most 253.
+std::string objectName(const std::string &cluster, uint64_t jobId, const std::string &node,
+                       const std::string &suffix) {
+    // Every name ends in its suffix, so node "n" part 1 ("...-n-1") never
     // meets node "n-1" part 0 ("...-n-1-0"); a node name that is not a DNS
     // label as it is carries its hash, so "Node_1" and "node-1" differ too.
     std::string n = dnsPart(node);
     if (n != node)
         n += "-" + fnvHex(node);
-    std::string name = "slurm-" + dnsPart(cluster) + "-" + std::to_string(jobId) + "-" + n +
-                       "-" + std::to_string(part);
+    std::string name = "slurm-" + dnsPart(cluster) + "-" + std::to_string(jobId) + "-" + n + "-" + suffix;
     if (name.size() > 253)  // keep it unique when shortened
         name = dnsPart(name.substr(0, 240)) + "-" + fnvHex(name);
     return name;
+}
+}  // namespace
+
+std::string claimName(const std::string &cluster, uint64_t jobId,
+                      const std::string &node, unsigned part) {
+    return objectName(cluster, jobId, node, std::to_string(part));
+}
+
+std::string holderPodName(const std::string &cluster, uint64_t jobId, const std::string &node) {
+    return objectName(cluster, jobId, node, "holder");
 }
 
 std::map<std::string, std::string> claimLabels(const std::string &cluster,
@@ -388,11 +399,38 @@ ClaimHolding decodeClaimHolding(const Value &obj) {
     h.uid = json::getString(meta, "uid");
     h.resourceVersion = json::getString(meta, "resourceVersion");
     h.labels = decodeStringMap(json::member(meta, "labels"));
-    if (const Value *status = json::member(obj, "status"))
+    if (const Value *status = json::member(obj, "status")) {
         if (const Value *alloc = json::member(*status, "allocation");
             alloc && alloc->IsObject())
             decodeAllocation(h, *alloc);
+        if (const Value *res = json::member(*status, "reservedFor"); res && res->IsArray())
+            for (const auto &ref : res->GetArray())
+                if (ref.IsObject() && json::getString(ref, "resource") == "pods" &&
+                    json::getString(ref, "apiGroup").empty())
+                    h.reservedForPods.push_back(json::getString(ref, "uid"));
+    }
     return h;
+}
+
+std::string encodeDeleteOptions(const std::string &uid, int gracePeriodSeconds) {
+    if (uid.empty() && gracePeriodSeconds < 0) return {};
+    rapidjson::StringBuffer buf;
+    json::Writer w(buf);
+    w.StartObject();
+    json::kv(w, "kind", "DeleteOptions");
+    json::kv(w, "apiVersion", "v1");
+    if (gracePeriodSeconds >= 0) {
+        w.Key("gracePeriodSeconds");
+        w.Int(gracePeriodSeconds);
+    }
+    if (!uid.empty()) {
+        w.Key("preconditions");
+        w.StartObject();
+        json::kv(w, "uid", uid);
+        w.EndObject();
+    }
+    w.EndObject();
+    return finish(buf);
 }
 
 ClaimHolding parseClaimHolding(const std::string &text) {

@@ -44,6 +44,8 @@ struct ClaimIntent {
 // Deterministic, DNS-safe claim name: slurm-<cluster>-<job>-<node>[-<part>].
 std::string claimName(const std::string &cluster, uint64_t jobId,
                       const std::string &node, unsigned part = 0);
+// The job's holder pod on node: slurm-<cluster>-<job>-<node>-holder.
+std::string holderPodName(const std::string &cluster, uint64_t jobId, const std::string &node);
 // The labels for cluster/job/node, valid as Kubernetes label values.
 std::map<std::string, std::string> claimLabels(const std::string &cluster,
                                                uint64_t jobId,
@@ -61,6 +63,9 @@ std::string encodeClaimStatus(const ClaimIntent &intent,
                               const std::string &resourceVersion);
 
 ClaimHolding decodeClaimHolding(const rapidjson::Value &obj);
+// DeleteOptions: with a uid, delete exactly the object seen, never a
+// successor; a grace period of 0 deletes a pod at once. "" when neither.
+std::string encodeDeleteOptions(const std::string &uid, int gracePeriodSeconds = -1);
 ClaimHolding parseClaimHolding(const std::string &text);
 
 // Does an existing claim carry our cluster/job/node labels?

@@ -16,26 +16,41 @@ std::vector<std::string> claimNodes(const ClaimHolding &c) {
     return out;
 }
 
-uint32_t ownClaimJob(const ClaimHolding &c, const PluginConfig &config) {
+namespace {
+// The job id of an object in the claim namespace that carries the plugin's
+// labels for this cluster and names `node`; 0 otherwise.
+uint32_t labelledJob(const std::string &ns, const std::map<std::string, std::string> &labels,
+                     const std::string &node, const PluginConfig &config) {
     auto label = [&](const char *k) -> const std::string * {
-        auto it = c.labels.find(k);
-        return it == c.labels.end() ? nullptr : &it->second;
+        auto it = labels.find(k);
+        return it == labels.end() ? nullptr : &it->second;
     };
     const std::string *managed = label(kLabelManagedBy), *cluster = label(kLabelCluster),
-                      *job = label(kLabelJob), *node = label(kLabelNode);
-    if (c.ns != config.claim_namespace || !managed || *managed != kManagedByValue || !cluster ||
-        *cluster != labelValue(config.cluster_label) || !job || !node)
+                      *job = label(kLabelJob), *nodeLabel = label(kLabelNode);
+    if (ns != config.claim_namespace || !managed || *managed != kManagedByValue || !cluster ||
+        *cluster != labelValue(config.cluster_label) || !job || !nodeLabel || node.empty() ||
+        labelValue(node) != *nodeLabel)
         return 0;
     uint32_t id = 0;
     auto r = std::from_chars(job->data(), job->data() + job->size(), id);
     if (r.ec != std::errc() || r.ptr != job->data() + job->size() || id == 0) return 0;
+    return id;
+}
+}  // namespace
+
+uint32_t ownClaimJob(const ClaimHolding &c, const PluginConfig &config) {
     // The plugin writes one claim per job and node; one that spans nodes or
     // names another node than its label is not one it wrote.
     const auto nodes = claimNodes(c);
-    if (nodes.size() != 1 || labelValue(nodes.front()) != *node) return 0;
+    if (nodes.size() != 1) return 0;
     for (const auto &res : c.results)
         if (!c.nodeName.empty() && res.pool != c.nodeName) return 0;
-    return id;
+    return labelledJob(c.ns, c.labels, nodes.front(), config);
+}
+
+uint32_t ownPodJob(const PodHolding &p, const PluginConfig &config) {
+    // A holder pod is bound at creation to the node its labels name.
+    return labelledJob(p.ns, p.labels, p.nodeName, config);
 }
 
 }  // namespace k8sdra::k8s

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/dra_types.h"
+#include "k8s_client/holder_pod.h"
 #include "core/plugin_config.h"
 
 #include <cstdint>
@@ -24,5 +25,10 @@ std::vector<std::string> claimNodes(const ClaimHolding &c);
 // Whether slurmctld really runs that job there is the engine's question
 // (Engine::exclusion), asked with Slurm's own allocation in hand.
 uint32_t ownClaimJob(const ClaimHolding &c, const PluginConfig &config);
+// The same rule for holder pods: in the claim namespace, with the plugin's
+// labels for this cluster and a job id, bound to the node its label names.
+// A pod never frees a device (only claims hold them); the rule decides
+// which pods the plugin may delete.
+uint32_t ownPodJob(const PodHolding &p, const PluginConfig &config);
 
 }  // namespace k8sdra::k8s

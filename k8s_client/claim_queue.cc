@@ -3,9 +3,11 @@
 
 namespace k8sdra::k8s {
 
-ClaimQueue::Push ClaimQueue::push(ClaimOp op) {
+ClaimQueue::Push ClaimQueue::push(ClaimOp op, bool replace) {
     const std::string key = op.key();
     auto it = entries_.find(key);
+    if (it != entries_.end() && !replace)
+        return Push::Kept;
     if (it == entries_.end()) {
         if (entries_.size() >= capacity_)
             return Push::Full;

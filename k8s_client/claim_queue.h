@@ -9,6 +9,7 @@
 
 #include "k8s_client/backoff.h"
 #include "k8s_client/claim_json.h"
+#include "k8s_client/holder_pod.h"
 
 #include <chrono>
 #include <deque>
@@ -20,29 +21,35 @@
 
 namespace k8sdra::k8s {
 
-enum class ClaimOpKind { Apply, Remove };
+// Claims, and the holder pods that consume them (HolderPods=yes).
+enum class ClaimOpKind { Apply, Remove, PodApply, PodRemove };
 
 struct ClaimOp {
     ClaimOpKind kind = ClaimOpKind::Apply;
     uint64_t id = 0;
-    ClaimIntent intent;  // for Remove only ns/name are used
+    ClaimIntent intent;  // for Remove and the pod kinds only ns/name are used
+    HolderIntent pod;    // PodApply: the pod; PodRemove: its claims, deleted once it is gone
     std::chrono::steady_clock::time_point queued;
     int attempts = 0;    // requests made for it so far
     Backoff backoff;     // its own: one claim's failures do not slow another's
-    std::string key() const { return intent.ns + "/" + intent.name; }
+    bool isPod() const { return kind == ClaimOpKind::PodApply || kind == ClaimOpKind::PodRemove; }
+    // A pod and a claim may share a name; their operations never replace each other.
+    std::string key() const { return (isPod() ? "pod:" : "") + intent.ns + "/" + intent.name; }
 };
 
 class ClaimQueue {
 public:
     using Clock = std::chrono::steady_clock;
-    enum class Push { Queued, Replaced, Full };
+    enum class Push { Queued, Replaced, Full, Kept };
 
     explicit ClaimQueue(size_t capacity) : capacity_(capacity) {}
 
     // Queues op (behind the claim's request in flight, if any), or replaces
     // the unsent operation of the same claim: Replaced, and that one is
     // dropped (it reports no result). Full only for a new claim.
-    Push push(ClaimOp op);
+    // With replace=false an operation of a claim that has one queued or in
+    // flight is dropped instead (Kept): a later request already decided.
+    Push push(ClaimOp op, bool replace = true);
     // The next operation to send at now: new work first, but after
     // kFreshBurst new ones in a row a retry whose backoff has ended gets a
     // turn, so neither starves. The entry stays, in flight, until settle or retry.

@@ -4,23 +4,33 @@
 #include "k8s_client/claim_owner.h"
 #include "k8s_client/job_claims.h"
 
+#include <algorithm>
+
 #include <set>
 
 namespace k8sdra::k8s {
 namespace {
 // A queued write is not repeated by reconciliation for this long.
 constexpr std::chrono::seconds kInFlight{15};
+
+std::string podKey(const std::string &name) { return "pod:" + name; }
 }  // namespace
 
 ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, WriterOptions opts,
                      Logger log)
     : config_(std::move(config)), log_(log), writer_(std::move(api), std::move(opts), log.child("claims: ")) {
     writer_.onResult([this](const ClaimOpResult &r) {
+        using K = ClaimOpResult::Kind;
+        const bool pod = r.kind == K::PodApply || r.kind == K::PodRemove;
         if (r.ok)  // failures are logged by the writer itself
-            log_.debug("claim " + r.ns + "/" + r.name + (r.kind == ClaimOpResult::Kind::Apply ? " written" : " deleted"));
+            log_.debug(std::string(pod ? "holder pod " : "claim ") + r.ns + "/" + r.name +
+                       (r.kind == K::Apply || r.kind == K::PodApply ? " written" : " deleted"));
         std::lock_guard lock(mu_);
-        submitted_.erase(r.name);  // settled: reconciliation may look again
+        submitted_.erase(pod ? podKey(r.name) : r.name);  // settled: reconciliation may look again
     });
+    if (!config_.holder_pods)
+        log_.info("HolderPods=no: Kubernetes does not enforce Slurm's allocations on the nodes (no pod consumes "
+                  "the claims, so kubelet never prepares them and pods may run on Slurm's CPUs)");
     writer_.set_enabled(false);  // until this controller holds the Lease
     writer_.start();
 }
@@ -49,6 +59,23 @@ void ClaimSync::submit_remove(const std::string &name) {
     submitted_[name] = Clock::now();
 }
 
+void ClaimSync::submit_holder(const HolderIntent &pod) {
+    if (!writer_.applyHolder(pod)) {
+        log_.error("claim queue full: holder pod " + pod.ns + "/" + pod.name + " will be written by reconciliation");
+        return;
+    }
+    submitted_[podKey(pod.name)] = Clock::now();
+}
+
+void ClaimSync::submit_holder_remove(const std::string &name, const std::vector<std::string> &claims) {
+    if (!writer_.removeHolder(config_.claim_namespace, name, claims)) {
+        log_.error("claim queue full: holder pod " + config_.claim_namespace + "/" + name +
+                   " will be deleted by reconciliation");
+        return;
+    }
+    submitted_[podKey(name)] = Clock::now();
+}
+
 void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
     std::string error;
     auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error, &log_);
@@ -56,6 +83,8 @@ void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
         log_.error(error + "; no claim written for it");
         intents.clear();
     }
+    if (config_.holder_pods)
+        holders_[job_id] = job_holders(jobs_[job_id], intents, inventory, config_, config_.cluster_label);
     intents_[job_id] = std::move(intents);
     // A Kubernetes node of the job that cannot take claims now (its pool
     // incomplete, a driver restarting) gets them once it can: translated
@@ -69,16 +98,45 @@ void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
 void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) {
     std::lock_guard lock(mu_);
     if (standby_) return;  // the controller in charge writes it
+    // Told again while running: the job shrank, grew or lost a node.
+    std::vector<ClaimIntent> before;
+    std::vector<HolderIntent> podsBefore;
+    if (jobs_.count(job.job_id)) {
+        before = std::move(intents_[job.job_id]);
+        podsBefore = std::move(holders_[job.job_id]);
+    }
     jobs_[job.job_id] = job;
     intents_.erase(job.job_id);
+    holders_.erase(job.job_id);
     if (!inventory) return;  // reconciliation translates once there is one
     translate(job.job_id, *inventory);
+    resized(job.job_id, before, podsBefore);
     for (const auto &in : intents_[job.job_id]) {
         log_.debug("job " + std::to_string(job.job_id) + ": claim " + in.ns + "/" + in.name + " on " + in.nodeName +
                    " with " + std::to_string(in.results.size()) + " devices" +
                    (in.opaqueCpuset.empty() ? "" : ", cpuset " + in.opaqueCpuset));
         submit_apply(in);
     }
+    for (const auto &h : holders_[job.job_id]) submit_holder(h);  // after its claims, on the same queue
+}
+
+// What the job had and no longer has goes, pods first; the rest stays as it
+// is (a pod that still matches is not touched).
+void ClaimSync::resized(uint32_t job_id, const std::vector<ClaimIntent> &before,
+                        const std::vector<HolderIntent> &podsBefore) {
+    std::set<std::string> claims, pods, held;
+    for (const auto &in : intents_[job_id]) claims.insert(in.name);
+    for (const auto &h : holders_[job_id]) pods.insert(h.name);
+    for (const auto &h : podsBefore) {
+        if (pods.count(h.name)) continue;
+        std::vector<std::string> left;
+        for (const auto &c : h.claims)
+            if (!claims.count(c)) left.push_back(c);
+        submit_holder_remove(h.name, left);
+        held.insert(h.claims.begin(), h.claims.end());
+    }
+    for (const auto &in : before)
+        if (!claims.count(in.name) && !held.count(in.name)) submit_remove(in.name);
 }
 
 void ClaimSync::job_ended(uint32_t job_id) {
@@ -87,8 +145,16 @@ void ClaimSync::job_ended(uint32_t job_id) {
     incomplete_.erase(job_id);
     auto it = intents_.find(job_id);
     if (it == intents_.end()) return;  // reconciliation deletes whatever is left
-    for (const auto &in : it->second) submit_remove(in.name);
+    // Each holder pod goes first; its claims follow once it is gone.
+    std::set<std::string> held;
+    for (const auto &h : holders_[job_id]) {
+        submit_holder_remove(h.name, h.claims);
+        held.insert(h.claims.begin(), h.claims.end());
+    }
+    for (const auto &in : it->second)
+        if (!held.count(in.name)) submit_remove(in.name);
     intents_.erase(it);
+    holders_.erase(job_id);
 }
 
 void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
@@ -96,6 +162,7 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     std::lock_guard lock(mu_);
     jobs_.clear();
     intents_.clear();
+    holders_.clear();
     incomplete_.clear();
     for (const auto &job : running) {
         jobs_[job.job_id] = job;
@@ -125,6 +192,7 @@ void ClaimSync::standby() {
     const size_t dropped = writer_.discard();
     jobs_.clear();
     intents_.clear();
+    holders_.clear();
     incomplete_.clear();
     submitted_.clear();
     known_ = false;
@@ -142,6 +210,12 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
     }
     std::set<std::string> seen;
     const auto now = Clock::now();
+    // Claims a holder pod of ours consumes go with the pod, after it.
+    std::set<std::string> podClaims;
+    if (config_.holder_pods)
+        snap.pods.forEach([&](const std::string &, const PodHolding &p) {
+            if (ownPodJob(p, config_)) podClaims.insert(p.claims.begin(), p.claims.end());
+        });
     snap.forEachClaim([&](const ClaimHolding &c) {
         const uint32_t job = ownClaimJob(c, config_);
         if (!job) return;
@@ -151,7 +225,9 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
         // only a job that is gone loses them.
         const bool running = jobs_.count(job) != 0;
         auto want = desired.find(c.name);
-        if (!running) {
+        if (!running && podClaims.count(c.name)) {
+            return;  // its pod is deleted first (reconcile_pods), then it
+        } else if (!running) {
             log_.info("deleting claim " + c.ns + "/" + c.name + ": its job is no longer running");
             submit_remove(c.name);
         } else if (want != desired.end() && !allocationMatches(c, *want->second)) {
@@ -163,6 +239,51 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
         if (seen.count(name) || recently_submitted(name, now)) continue;
         log_.info("writing missing claim " + intent->ns + "/" + name);
         submit_apply(*intent);
+    }
+    if (config_.holder_pods && snap.podsSynced) reconcile_pods(snap, now);
+}
+
+// Pods as claims: missing ones written, ones of gone jobs (or of a node the
+// job no longer has) deleted with their claims, never one of a running job
+// on its node; a pod whose claims are not reserved for it is written again
+// (the write reserves them).
+void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
+    std::map<std::string, const HolderIntent *> desired;
+    for (const auto &[id, hs] : holders_)
+        for (const auto &h : hs) desired[h.name] = &h;
+    std::set<std::string> seen;
+    snap.pods.forEach([&](const std::string &, const PodHolding &p) {
+        const uint32_t job = ownPodJob(p, config_);
+        if (!job) return;
+        seen.insert(p.name);
+        if (recently_submitted(podKey(p.name), now)) return;
+        auto running = jobs_.find(job);
+        const bool onNode = running != jobs_.end() &&
+                            std::any_of(running->second.nodes.begin(), running->second.nodes.end(),
+                                        [&](const JobNodeAlloc &n) { return n.node == p.nodeName; });
+        auto want = desired.find(p.name);
+        if (!onNode) {
+            log_.info("deleting holder pod " + p.ns + "/" + p.name + ": its job no longer runs on " + p.nodeName);
+            submit_holder_remove(p.name, p.claims);
+        } else if (want != desired.end() && !holderMatches(p, *want->second)) {
+            log_.info("holder pod " + p.ns + "/" + p.name + " is not as its job needs (" +
+                      (p.phase.empty() ? "no phase" : p.phase) + "); writing it again");
+            submit_holder(*want->second);
+        } else if (want != desired.end()) {
+            for (const auto &name : want->second->claims) {
+                const ClaimHolding *c = snap.claim(p.ns, name);
+                if (c && std::find(c->reservedForPods.begin(), c->reservedForPods.end(), p.uid) ==
+                             c->reservedForPods.end()) {
+                    submit_holder(*want->second);
+                    break;
+                }
+            }
+        }
+    });
+    for (const auto &[name, pod] : desired) {
+        if (seen.count(name) || recently_submitted(podKey(name), now)) continue;
+        log_.info("writing missing holder pod " + pod->ns + "/" + name);
+        submit_holder(*pod);
     }
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Slurm jobs -> ResourceClaims, kept in step. Job starts and ends arrive under
+// Slurm jobs -> ResourceClaims and their holder pods, kept in step. Job starts and ends arrive under
 // slurmctld's locks and are only queued to the claim writer. The feed thread
 // then reconciles what Kubernetes has (our claims, by label) with the jobs
 // slurmctld runs: missing claims are written, claims of jobs that are gone
@@ -44,6 +44,11 @@ private:
     void translate(uint32_t job_id, const Inventory &inventory);  // mu_ held
     void submit_apply(const ClaimIntent &intent);                  // mu_ held
     void submit_remove(const std::string &name);                   // mu_ held
+    void submit_holder(const HolderIntent &pod);                   // mu_ held
+    void submit_holder_remove(const std::string &name, const std::vector<std::string> &claims);  // mu_ held
+    void reconcile_pods(const Snapshot &snap, Clock::time_point now);  // mu_ held
+    void resized(uint32_t job_id, const std::vector<ClaimIntent> &before,
+                 const std::vector<HolderIntent> &podsBefore);       // mu_ held
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
 
     PluginConfig config_;
@@ -51,8 +56,9 @@ private:
     mutable std::mutex mu_;
     std::map<uint32_t, JobAlloc> jobs_;                    // running jobs (Kubernetes node names)
     std::map<uint32_t, std::vector<ClaimIntent>> intents_; // their claims, once translated
+    std::map<uint32_t, std::vector<HolderIntent>> holders_; // their holder pods (HolderPods=yes)
     std::set<uint32_t> incomplete_;  // jobs with a node that could not take claims yet
-    std::map<std::string, Clock::time_point> submitted_;   // claim name -> last write queued
+    std::map<std::string, Clock::time_point> submitted_;   // claim name or "pod:"name -> last write queued
     bool known_ = false;
     bool standby_ = false;  // no longer in control: write nothing
     bool leader_ = false;   // holds the Lease

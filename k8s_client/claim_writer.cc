@@ -31,7 +31,7 @@ void ClaimWriter::onResult(ResultFn fn) {
     onResult_ = std::move(fn);
 }
 
-uint64_t ClaimWriter::enqueue(Op op) {
+uint64_t ClaimWriter::enqueue(Op op, bool replace) {
     uint64_t id;
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -42,9 +42,11 @@ uint64_t ClaimWriter::enqueue(Op op) {
         op.id = id = nextId_;
         op.queued = std::chrono::steady_clock::now();
         op.backoff = Backoff(opts_.backoff);
-        switch (queue_.push(std::move(op))) {
+        switch (queue_.push(std::move(op), replace)) {
         case ClaimQueue::Push::Full:
             ++stats_.refused;
+            return 0;
+        case ClaimQueue::Push::Kept:
             return 0;
         case ClaimQueue::Push::Replaced:
             ++stats_.replaced;
@@ -72,6 +74,33 @@ uint64_t ClaimWriter::remove(const std::string &ns, const std::string &name) {
     op.kind = ClaimOpKind::Remove;
     op.intent.ns = ns;
     op.intent.name = name;
+    return enqueue(std::move(op));
+}
+
+uint64_t ClaimWriter::removeUnlessQueued(const std::string &ns, const std::string &name) {
+    Op op;
+    op.kind = ClaimOpKind::Remove;
+    op.intent.ns = ns;
+    op.intent.name = name;
+    return enqueue(std::move(op), false);
+}
+
+uint64_t ClaimWriter::applyHolder(HolderIntent pod) {
+    Op op;
+    op.kind = ClaimOpKind::PodApply;
+    op.intent.ns = pod.ns;
+    op.intent.name = pod.name;
+    op.pod = std::move(pod);
+    return enqueue(std::move(op));
+}
+
+uint64_t ClaimWriter::removeHolder(const std::string &ns, const std::string &name,
+                                   std::vector<std::string> claims) {
+    Op op;
+    op.kind = ClaimOpKind::PodRemove;
+    op.intent.ns = op.pod.ns = ns;
+    op.intent.name = op.pod.name = name;
+    op.pod.claims = std::move(claims);
     return enqueue(std::move(op));
 }
 
@@ -175,7 +204,12 @@ void ClaimWriter::run() {
 ClaimWriter::Retry ClaimWriter::execute(Client &c, Op &op, ClaimOpResult &res) {
     Retry again;
     try {
-        again = op.kind == ClaimOpKind::Apply ? doApply(c, op, res) : doRemove(c, op, res);
+        switch (op.kind) {
+        case ClaimOpKind::Apply: again = doApply(c, op, res); break;
+        case ClaimOpKind::Remove: again = doRemove(c, op, res); break;
+        case ClaimOpKind::PodApply: again = doPodApply(c, op, res); break;
+        case ClaimOpKind::PodRemove: again = doPodRemove(c, op, res); break;
+        }
     } catch (const std::exception &e) {
         res.ok = false;
         res.error = std::string("unexpected answer: ") + e.what();
@@ -199,9 +233,11 @@ void ClaimWriter::finish(const Op &op, ClaimOpResult &res) {
         stats_.depth = queue_.size();
         cb = onResult_;
     }
-    if (!res.ok)
-        log_.error((op.kind == ClaimOpKind::Apply ? "writing " : "deleting ") + res.ns + "/" +
+    if (!res.ok) {
+        const bool write = op.kind == ClaimOpKind::Apply || op.kind == ClaimOpKind::PodApply;
+        log_.error((write ? "writing " : "deleting ") + std::string(op.isPod() ? "pod " : "") + res.ns + "/" +
                    res.name + " failed: " + res.error);
+    }
     if (cb)
         cb(res);
 }
@@ -227,23 +263,6 @@ ClaimWriter::Retry ClaimWriter::retryable(const HttpResponse &r, Op &op, ClaimOp
     return wait;
 }
 
-namespace {
-// DeleteOptions that delete exactly the object seen, never a successor.
-std::string deleteWithUid(const std::string &uid) {
-    if (uid.empty()) return {};
-    rapidjson::StringBuffer buf;
-    json::Writer w(buf);
-    w.StartObject();
-    json::kv(w, "kind", "DeleteOptions");
-    json::kv(w, "apiVersion", "v1");
-    w.Key("preconditions");
-    w.StartObject();
-    json::kv(w, "uid", uid);
-    w.EndObject();
-    w.EndObject();
-    return {buf.GetString(), buf.GetSize()};
-}
-}  // namespace
 
 // The claim exists: is it ours, and is it already as we want it?
 bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done,
@@ -268,7 +287,7 @@ bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool 
             return true;
         // Allocations are immutable: our claim of another allocation (the
         // job shrank or grew) goes, exactly that object, and is written anew.
-        HttpResponse d = c.request("DELETE", item(in.ns, in.name), deleteWithUid(h.uid));
+        HttpResponse d = c.request("DELETE", item(in.ns, in.name), encodeDeleteOptions(h.uid));
         if (!d.ok() && d.status != 404 && d.status != 409) {
             res.error = "deleting the claim of an older allocation: " + statusOf(d);
             return false;

@@ -63,6 +63,11 @@ public:
     // later one's result settles the claim.
     uint64_t apply(ClaimIntent intent);
     uint64_t remove(const std::string &ns, const std::string &name);
+    // Holder pods: create the pod (replacing one of ours that differs) and
+    // reserve each of its claims for it, once the claims are written; or
+    // delete the pod (grace period 0) and, once it is gone, the claims.
+    uint64_t applyHolder(HolderIntent pod);
+    uint64_t removeHolder(const std::string &ns, const std::string &name, std::vector<std::string> claims);
 
     void onResult(ResultFn fn);  // set before start(); called on the writer thread
                                  // (by stop() for a writer never started)
@@ -80,12 +85,18 @@ private:
     using Op = ClaimOp;
     // How an attempt ended: settled (ok or failed for good), or try again later.
     using Retry = std::optional<std::chrono::milliseconds>;
-    uint64_t enqueue(Op op);
+    uint64_t enqueue(Op op, bool replace = true);
+    // A removal that yields to any operation of the claim requested since
+    // (the job came back and wants its claim again).
+    uint64_t removeUnlessQueued(const std::string &ns, const std::string &name);
     void run();
     std::optional<Op> next();
     Retry execute(Client &c, Op &op, ClaimOpResult &res);
     Retry doApply(Client &c, Op &op, ClaimOpResult &res);
     Retry doRemove(Client &c, Op &op, ClaimOpResult &res);
+    Retry doPodApply(Client &c, Op &op, ClaimOpResult &res);   // holder_writer.cc
+    Retry doPodRemove(Client &c, Op &op, ClaimOpResult &res);  // holder_writer.cc
+    Retry reserveClaims(Client &c, Op &op, ClaimOpResult &res, const std::string &uid);
     Retry retryable(const HttpResponse &r, Op &op, ClaimOpResult &res, const std::string &what);
     bool adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done, bool &exists,
                ClaimOpResult &res);

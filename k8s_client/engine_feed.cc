@@ -38,6 +38,10 @@ WatcherOptions watcher_options(const PluginConfig &pc) {
     o.drivers = {pc.cpu_driver};
     o.drivers.insert(o.drivers.end(), pc.gpu_drivers.begin(), pc.gpu_drivers.end());
     o.client.requestTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(pc.request_timeout);
+    if (pc.holder_pods) {  // only ours: the claim namespace, our label
+        o.podNamespace = pc.claim_namespace;
+        o.podLabelSelector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
+    }
     return o;
 }
 

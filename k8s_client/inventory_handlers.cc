@@ -62,48 +62,60 @@ bool SliceHandler::add(SliceMap &m, const rapidjson::Value &obj) {
 }
 
 ClaimHandler::ClaimHandler(SnapshotStore &store, Logger log)
-    : store_(store), log_(std::move(log)) {}
+    : ObjectHandler(store, "ResourceClaim", decodeClaimHolding, &SnapshotStore::publishClaims, std::move(log)) {}
 
-void ClaimHandler::beginList() { staging_ = ClaimMap(); }
+PodHandler::PodHandler(SnapshotStore &store, Logger log)
+    : ObjectHandler(store, "Pod", decodePodHolding, &SnapshotStore::publishPods, std::move(log)) {}
 
-void ClaimHandler::listItem(const rapidjson::Value &obj) {
+template <class T>
+void ObjectHandler<T>::beginList() { staging_ = Map(); }
+
+template <class T>
+void ObjectHandler<T>::listItem(const rapidjson::Value &obj) {
     try {
         add(staging_, obj);
     } catch (const std::exception &e) {
-        log_.error("skipping undecodable ResourceClaim '" + nameOf(obj) + "': " + e.what());
+        log_.error(std::string("skipping undecodable ") + kind_ + " '" + nameOf(obj) + "': " + e.what());
     }
 }
 
-void ClaimHandler::endList() {
+template <class T>
+void ObjectHandler<T>::endList() {
     working_ = std::move(staging_);
-    staging_ = ClaimMap();
+    staging_ = Map();
     synced_ = true;
-    store_.publishClaims(working_, true);
+    (store_.*publish_)(working_, true);
 }
 
-void ClaimHandler::upsert(const rapidjson::Value &obj) {
+template <class T>
+void ObjectHandler<T>::upsert(const rapidjson::Value &obj) {
     try {
         add(working_, obj);
     } catch (const std::exception &e) {
-        // The version seen before (if any) keeps holding its devices.
-        log_.error("keeping the last good version of undecodable ResourceClaim '" + nameOf(obj) +
+        // The version seen before (if any) stays (a claim keeps holding its devices).
+        log_.error(std::string("keeping the last good version of undecodable ") + kind_ + " '" + nameOf(obj) +
                    "': " + e.what());
     }
 }
 
-void ClaimHandler::remove(const rapidjson::Value &obj) {
+template <class T>
+void ObjectHandler<T>::remove(const rapidjson::Value &obj) {
     const rapidjson::Value *meta = json::member(obj, "metadata");
     if (meta && meta->IsObject())
-        working_.erase(claimKey(json::getString(*meta, "namespace"),
-                                json::getString(*meta, "name")));
+        working_.erase(claimKey(json::getString(*meta, "namespace"), json::getString(*meta, "name")));
 }
 
-void ClaimHandler::commit() { store_.publishClaims(working_, synced_); }
+template <class T>
+void ObjectHandler<T>::commit() { (store_.*publish_)(working_, synced_); }
 
-void ClaimHandler::add(ClaimMap &m, const rapidjson::Value &obj) {
-    auto c = std::make_shared<ClaimHolding>(decodeClaimHolding(obj));
+template <class T>
+void ObjectHandler<T>::add(Map &m, const rapidjson::Value &obj) {
+    auto c = std::make_shared<T>(decode_(obj));
     std::string key = claimKey(c->ns, c->name);
     m.set(key, std::move(c));
 }
+
+template class ObjectHandler<ClaimHolding>;
+template class ObjectHandler<PodHolding>;
 
 }  // namespace k8sdra::k8s

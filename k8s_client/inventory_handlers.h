@@ -29,23 +29,42 @@ private:
     bool synced_ = false;
 };
 
-class ClaimHandler : public InformerHandler {
+// Claims and holder pods: objects keyed by namespace/name, decoded whole.
+template <class T>
+class ObjectHandler : public InformerHandler {
 public:
-    ClaimHandler(SnapshotStore &store, Logger log);
+    using Map = CowMap<T>;
+    using Decode = T (*)(const rapidjson::Value &);
+    using Publish = void (SnapshotStore::*)(const Map &, bool);
+    ObjectHandler(SnapshotStore &store, const char *kind, Decode decode, Publish publish, Logger log)
+        : store_(store), kind_(kind), decode_(decode), publish_(publish), log_(std::move(log)) {}
     void beginList() override;
     void listItem(const rapidjson::Value &obj) override;
     void endList() override;
     void upsert(const rapidjson::Value &obj) override;
     void remove(const rapidjson::Value &obj) override;
     void commit() override;
-    const ClaimMap &working() const { return working_; }
+    const Map &working() const { return working_; }
 
 private:
-    void add(ClaimMap &m, const rapidjson::Value &obj);
+    void add(Map &m, const rapidjson::Value &obj);
     SnapshotStore &store_;
+    const char *kind_;
+    Decode decode_;
+    Publish publish_;
     Logger log_;
-    ClaimMap working_, staging_;
+    Map working_, staging_;
     bool synced_ = false;
+};
+
+class ClaimHandler : public ObjectHandler<ClaimHolding> {
+public:
+    ClaimHandler(SnapshotStore &store, Logger log);
+};
+
+class PodHandler : public ObjectHandler<PodHolding> {
+public:
+    PodHandler(SnapshotStore &store, Logger log);
 };
 
 }  // namespace k8sdra::k8s

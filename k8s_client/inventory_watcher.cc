@@ -35,13 +35,17 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
              std::make_unique<SliceHandler>(store_, d, log));
     make("resourceclaims", kClaimsPath, "", opts.claimLabelSelector,
          std::make_unique<ClaimHandler>(store_, log));
+    inventoryInformers_ = informers_.size();
+    if (!opts.podNamespace.empty())
+        make("pods", "/api/v1/namespaces/" + opts.podNamespace + "/pods", "", opts.podLabelSelector,
+             std::make_unique<PodHandler>(store_, log));
 }
 
 InventoryWatcher::~InventoryWatcher() { stop(); }
 
 bool InventoryWatcher::watching() const {
-    for (const auto &i : informers_)
-        if (!i->watching())
+    for (size_t i = 0; i < inventoryInformers_; ++i)
+        if (!informers_[i]->watching())
             return false;
     return true;
 }
@@ -49,8 +53,8 @@ bool InventoryWatcher::watching() const {
 std::chrono::steady_clock::duration InventoryWatcher::dataAge(
     std::chrono::steady_clock::time_point now) const {
     auto oldest = std::chrono::steady_clock::duration::zero();
-    for (const auto &i : informers_) {
-        const auto at = i->lastData();
+    for (size_t i = 0; i < inventoryInformers_; ++i) {
+        const auto at = informers_[i]->lastData();
         if (at.time_since_epoch().count() == 0)
             return std::chrono::steady_clock::duration::max();
         oldest = std::max(oldest, now - at);

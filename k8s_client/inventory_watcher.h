@@ -20,6 +20,10 @@ struct WatcherOptions {
     std::chrono::seconds watchTimeout{300};
     Backoff::Params backoff;
     std::string claimLabelSelector;  // "" = all claims
+    // Holder pods: watched in this namespace with this label selector when
+    // set. Their informer is not part of watching(), dataAge() or synced():
+    // pods never change what Slurm may use.
+    std::string podNamespace, podLabelSelector;
 };
 
 class InventoryWatcher {
@@ -45,7 +49,7 @@ public:
                std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const {
         return dataAge(now) <= bound;
     }
-    // Informers in order: one per driver, then claims.
+    // Informers in order: one per driver, then claims, then holder pods if any.
     const std::vector<std::unique_ptr<Informer>> &informers() const { return informers_; }
 
 private:
@@ -53,6 +57,7 @@ private:
     std::shared_ptr<Stopper> stop_;
     std::vector<std::unique_ptr<InformerHandler>> handlers_;
     std::vector<std::unique_ptr<Informer>> informers_;
+    size_t inventoryInformers_ = 0;  // the first ones: slices and claims
 };
 
 }  // namespace k8sdra::k8s

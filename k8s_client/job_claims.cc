@@ -178,4 +178,30 @@ std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &invent
     return out;
 }
 
+std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<ClaimIntent> &claims,
+                                      const Inventory &inventory, const PluginConfig &config,
+                                      const std::string &cluster) {
+    std::vector<HolderIntent> out;
+    for (const JobNodeAlloc &n : job.nodes) {
+        HolderIntent h;
+        for (const auto &c : claims)
+            if (c.nodeName == n.node) h.claims.push_back(c.name);
+        const NodeEntry *entry = inventory.node(n.node);
+        if (h.claims.empty() || !entry) continue;  // no claim there: nothing to hold
+        const CpuTopology &cpu = *entry->topology.cpu;
+        for (uint32_t core : n.cores)
+            if (core < cpu.cores.size()) h.cpus += cpu.cores[core].nthreads;
+        h.ns = config.claim_namespace;
+        h.name = holderPodName(cluster, job.job_id, n.node);
+        h.node = n.node;
+        h.labels = claimLabels(cluster, job.job_id, n.node);
+        if (!job.user.empty()) h.labels[kLabelUser] = labelValue(job.user);
+        h.memMb = n.mem_mb;
+        h.image = config.holder_image;
+        h.priorityClass = config.holder_priority_class;
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
 }  // namespace k8sdra::k8s

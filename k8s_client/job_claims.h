@@ -11,6 +11,7 @@
 #include "core/inventory.h"
 #include "core/plugin_config.h"
 #include "k8s_client/claim_json.h"
+#include "k8s_client/holder_pod.h"
 #include "k8s_client/log.h"
 
 #include <string>
@@ -29,6 +30,12 @@ inline constexpr const char *kLabelUser = "k8s-cons-tres.slurm.io/user";
 std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &inventory,
                                     const PluginConfig &config, const std::string &cluster,
                                     std::string *error, const Logger *log = nullptr);
+
+// The holder pods of a job: one per node where it has claims, consuming
+// them, requesting the CPUs (all threads of its cores) and memory it holds.
+std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<ClaimIntent> &claims,
+                                      const Inventory &inventory, const PluginConfig &config,
+                                      const std::string &cluster);
 
 // A stable UUID (for shareID) from any text.
 std::string stable_uuid(const std::string &text);

@@ -9,6 +9,8 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/claim_queue.cc k8s_client/claim_queue.h \
 	k8s_client/claim_owner.cc k8s_client/claim_owner.h \
 	k8s_client/claim_writer.cc k8s_client/claim_writer.h \
+	k8s_client/holder_pod.cc k8s_client/holder_pod.h \
+	k8s_client/holder_writer.cc \
 	k8s_client/compact_slice.cc k8s_client/compact_slice.h \
 	k8s_client/config.cc k8s_client/config.h \
 	k8s_client/cow_map.h \
@@ -49,7 +51,8 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_freshness_tests.cc \
 	testsuite/unit/client_slice_json_tests.cc \
 	testsuite/unit/client_driver_variants_tests.cc \
-	testsuite/unit/client_job_claims_tests.cc
+	testsuite/unit/client_job_claims_tests.cc \
+	testsuite/unit/client_holder_pod_tests.cc
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_client_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)

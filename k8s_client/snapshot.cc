@@ -68,15 +68,14 @@ void SnapshotStore::publish(std::shared_ptr<Snapshot> next) {
     current_ = std::move(next);
 }
 
-void SnapshotStore::publishSlices(const std::string &driver, const SliceMap &slices,
-                                  bool synced) {
+template <class F>
+void SnapshotStore::change(F &&apply) {
     std::function<void(const std::shared_ptr<const Snapshot> &)> cb;
     std::shared_ptr<const Snapshot> now;
     {
         std::lock_guard<std::mutex> lk(mu_);
         auto next = std::make_shared<Snapshot>(*current_);
-        next->slicesByDriver[driver] = slices;
-        next->driverSynced[driver] = next->driverSynced[driver] || synced;
+        apply(*next);
         publish(std::move(next));
         cb = onPublish_;
         now = current_;
@@ -85,20 +84,26 @@ void SnapshotStore::publishSlices(const std::string &driver, const SliceMap &sli
         cb(now);
 }
 
+void SnapshotStore::publishSlices(const std::string &driver, const SliceMap &slices,
+                                  bool synced) {
+    change([&](Snapshot &s) {
+        s.slicesByDriver[driver] = slices;
+        s.driverSynced[driver] = s.driverSynced[driver] || synced;
+    });
+}
+
 void SnapshotStore::publishClaims(const ClaimMap &claims, bool synced) {
-    std::function<void(const std::shared_ptr<const Snapshot> &)> cb;
-    std::shared_ptr<const Snapshot> now;
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        auto next = std::make_shared<Snapshot>(*current_);
-        next->claims = claims;
-        next->claimsSynced = next->claimsSynced || synced;
-        publish(std::move(next));
-        cb = onPublish_;
-        now = current_;
-    }
-    if (cb)
-        cb(now);
+    change([&](Snapshot &s) {
+        s.claims = claims;
+        s.claimsSynced = s.claimsSynced || synced;
+    });
+}
+
+void SnapshotStore::publishPods(const PodMap &pods, bool synced) {
+    change([&](Snapshot &s) {
+        s.pods = pods;
+        s.podsSynced = s.podsSynced || synced;
+    });
 }
 
 }  // namespace k8sdra::k8s

@@ -8,6 +8,7 @@
 #include "core/dra_types.h"
 #include "k8s_client/compact_slice.h"
 #include "k8s_client/cow_map.h"
+#include "k8s_client/holder_pod.h"
 
 #include <chrono>
 #include <map>
@@ -21,6 +22,7 @@ namespace k8sdra::k8s {
 
 using SliceMap = CowMap<CompactSlice>;   // key: metadata.name
 using ClaimMap = CowMap<ClaimHolding>;   // key: "namespace/name"
+using PodMap = CowMap<PodHolding>;       // the plugin's holder pods; key: "namespace/name"
 
 struct Snapshot {
     uint64_t version = 0;                 // increases with every publication
@@ -29,6 +31,10 @@ struct Snapshot {
     std::map<std::string, bool> driverSynced;        // driver -> initial list done
     ClaimMap claims;
     bool claimsSynced = false;
+    // Holder pods, when the plugin writes them; not part of synced(): pods
+    // never change what Slurm may use.
+    PodMap pods;
+    bool podsSynced = false;
 
     // True once every informer has completed its first list.
     bool synced() const;
@@ -69,11 +75,14 @@ public:
 
     void publishSlices(const std::string &driver, const SliceMap &slices, bool synced);
     void publishClaims(const ClaimMap &claims, bool synced);
+    void publishPods(const PodMap &pods, bool synced);
     // Called with each new snapshot (from informer threads), e.g. to wake core.
     void onPublish(std::function<void(const std::shared_ptr<const Snapshot> &)> fn);
 
 private:
     void publish(std::shared_ptr<Snapshot> next);  // mu_ held
+    template <class F>
+    void change(F &&apply);  // copy the current snapshot, apply, publish
     mutable std::mutex mu_;
     std::shared_ptr<const Snapshot> current_;
     std::function<void(const std::shared_ptr<const Snapshot> &)> onPublish_;

@@ -104,6 +104,8 @@ static bool _collect(job_record_t *job_ptr, bool selected, job_nodes_t *jn)
 		_add_bits(cores, &jn->cores[n], &jn->nodes[n].ncores);
 		FREE_NULL_BITMAP(cores);
 		_job_gpus(job_ptr, selected, i, n, &jn->gres[n], &jn->nodes[n].ngres);
+		if (jr->memory_allocated)
+			jn->nodes[n].mem_mb = jr->memory_allocated[n];
 		jn->nodes[n].cores = jn->cores[n];
 		jn->nodes[n].gres = jn->gres[n];
 		n++;
@@ -142,9 +144,10 @@ extern void k8s_jobs_end(job_record_t *job_ptr)
 	k8sdra_job_ended(job_ptr->job_id);
 }
 
+/* A running job told again: its claims and pods follow the new allocation
+ * (those of nodes it left go; the others stay as they are). */
 extern void k8s_jobs_resized(job_record_t *job_ptr)
 {
-	k8sdra_job_ended(job_ptr->job_id);
 	_started(job_ptr, false);
 }
 

@@ -106,11 +106,13 @@ GENERATOR = "testsuite/fixtures/k8sdra_fixture_gen"
 
 
 def rbac_rules(path: Path) -> list:
-    """verbs/resources of every Role and ClusterRole in an RBAC manifest."""
+    """verbs/resources of every Role and ClusterRole in an RBAC manifest; a
+    Role's rules hold in its namespace only, as in Kubernetes."""
     rules = []
     for doc in yaml.safe_load_all(path.read_text()):
         if doc and doc.get("kind") in ("Role", "ClusterRole"):
-            rules += [{"verbs": r["verbs"], "resources": r["resources"]} for r in doc["rules"]]
+            scope = {"namespaces": [doc["metadata"]["namespace"]]} if doc["kind"] == "Role" else {}
+            rules += [{"verbs": r["verbs"], "resources": r["resources"], **scope} for r in doc["rules"]]
     return rules
 
 

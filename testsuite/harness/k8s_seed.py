@@ -8,6 +8,8 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import yaml
+
 from . import fixture as fixture_mod
 
 CPU_DRIVER = "dra.cpu"
@@ -89,10 +91,19 @@ def held_claim(node, slices, holding) -> dict:
                                         "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, pod))}]}}
 
 
+def shipped_objects() -> list:
+    """What etc/kubernetes ships besides RBAC that the plugin's writes need:
+    the holder pods' PriorityClass (the server refuses pods naming a
+    missing one, as kube-apiserver's Priority admission does)."""
+    path = Path(__file__).resolve().parents[2] / "etc" / "kubernetes" / "base" / "priorityclass.yaml"
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
 def seed_objects(fx, generator: str) -> list:
     slices_by_node = {n.name: node_slices(generator, n) for n in fx.nodes if n.kubernetes}
     namespaces = sorted({h.namespace for h in fx.held_by_pods} | {"slurm"})
     items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces]
+    items += shipped_objects()
     for name in sorted(slices_by_node):
         items += slices_by_node[name]
     for h in fx.held_by_pods:
@@ -131,4 +142,4 @@ def seed_recorded(slice_files, claim_files) -> list:
     claims = [o for f in claim_files for o in _items(f, "ResourceClaim")]
     namespaces = sorted({c["metadata"].get("namespace", "default") for c in claims} | {"slurm"})
     items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces]
-    return items + slices + claims
+    return items + shipped_objects() + slices + claims

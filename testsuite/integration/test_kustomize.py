@@ -108,18 +108,25 @@ def test_loose_files_say_the_same_as_the_base():
 
 def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     kinds = by_kind(docs(kustomize(BASE)))
-    read, = kinds["ClusterRole"]
+    read, binding = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
+    assert binding["metadata"]["name"].endswith("-binding")
     assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
                               "resources": ["resourceslices",
                                             "resourceclaims"],
                               "verbs": ["list", "watch"]}]
+    # checked by Kubernetes 1.36+ at cluster scope: a Role cannot grant it
+    assert binding["rules"] == [{"apiGroups": ["resource.k8s.io"],
+                                 "resources": ["resourceclaims/binding"],
+                                 "verbs": ["update"]}]
     write, = kinds["Role"]
     assert sorted((r, v) for rule in write["rules"]
                   for r in rule["resources"] for v in rule["verbs"]) == [
         ("leases", "create"), ("leases", "get"), ("leases", "update"),
+        ("pods", "create"), ("pods", "delete"), ("pods", "get"),
+        ("pods", "list"), ("pods", "watch"),
         ("resourceclaims", "create"), ("resourceclaims", "delete"),
-        ("resourceclaims", "get"), ("resourceclaims/binding", "update"),
-        ("resourceclaims/status", "update")]
+        ("resourceclaims", "get"), ("resourceclaims/status", "update")]
+    assert [rule["apiGroups"] for rule in write["rules"] if "pods" in rule["resources"]] == [[""]]
     assert [rule["apiGroups"] for rule in write["rules"] if "leases" in rule["resources"]] == \
         [["coordination.k8s.io"]]
     sa, = kinds["ServiceAccount"]

@@ -182,3 +182,26 @@ TEST_CASE("the writer coalesces and bounds its queue", "[claimqueue][writer]") {
         CHECK(r.kind == (r.name == "a" ? ClaimOpKind::Apply : ClaimOpKind::Remove));
     }
 }
+
+TEST_CASE("a removal that yields keeps whatever was asked for the claim since", "[claimqueue]") {
+    ClaimQueue q(10);
+    const auto t = Clock::now();
+    CHECK(q.push(applyOp("a", 1)) == ClaimQueue::Push::Queued);
+    CHECK(q.push(removeOp("a", 2), false) == ClaimQueue::Push::Kept);
+    auto o = q.take(t);
+    REQUIRE(o);
+    CHECK(o->kind == ClaimOpKind::Apply);  // and while it is in flight too
+    CHECK(q.push(removeOp("a", 3), false) == ClaimQueue::Push::Kept);
+    q.settle(o->key());
+    CHECK(q.size() == 0);
+    CHECK(q.push(removeOp("a", 4), false) == ClaimQueue::Push::Queued);  // nothing asked: it goes
+}
+
+TEST_CASE("a holder pod and a claim of the same name are queued apart", "[claimqueue]") {
+    ClaimQueue q(10);
+    CHECK(q.push(applyOp("x", 1)) == ClaimQueue::Push::Queued);
+    CHECK(q.push(op(ClaimOpKind::PodRemove, "x", 2)) == ClaimQueue::Push::Queued);
+    CHECK(q.size() == 2);
+    CHECK(q.push(op(ClaimOpKind::PodApply, "x", 3)) == ClaimQueue::Push::Replaced);  // the pod's latest
+    CHECK(q.size() == 2);
+}

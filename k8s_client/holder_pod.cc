@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/holder_pod.h"
+
+#include "k8s_client/json.h"
+
+namespace k8sdra::k8s {
+
+using rapidjson::Value;
+
+std::string encodeHolderPod(const HolderIntent &in) {
+    rapidjson::StringBuffer buf;
+    json::Writer w(buf);
+    w.StartObject();
+    json::kv(w, "apiVersion", "v1");
+    json::kv(w, "kind", "Pod");
+    w.Key("metadata");
+    w.StartObject();
+    json::kv(w, "name", in.name);
+    json::kv(w, "namespace", in.ns);
+    w.Key("labels");
+    w.StartObject();
+    for (const auto &[k, v] : in.labels) json::kv(w, k.c_str(), v);
+    w.EndObject();
+    w.EndObject();
+
+    w.Key("spec");
+    w.StartObject();
+    json::kv(w, "nodeName", in.node);  // bound as created: no scheduler decides
+    if (!in.priorityClass.empty()) json::kv(w, "priorityClassName", in.priorityClass);
+    json::kv(w, "restartPolicy", "Always");
+    w.Key("terminationGracePeriodSeconds");
+    w.Int(0);  // it runs nothing worth a grace period
+    w.Key("automountServiceAccountToken");
+    w.Bool(false);
+    w.Key("enableServiceLinks");
+    w.Bool(false);
+    // Slurm placed the job: no taint of the node may keep its devices unheld.
+    w.Key("tolerations");
+    w.StartArray();
+    w.StartObject();
+    json::kv(w, "operator", "Exists");
+    w.EndObject();
+    w.EndArray();
+    w.Key("resourceClaims");
+    w.StartArray();
+    for (size_t i = 0; i < in.claims.size(); ++i) {
+        w.StartObject();
+        json::kv(w, "name", "c" + std::to_string(i));
+        json::kv(w, "resourceClaimName", in.claims[i]);
+        w.EndObject();
+    }
+    w.EndArray();
+    w.Key("containers");
+    w.StartArray();
+    w.StartObject();
+    json::kv(w, "name", "holder");
+    json::kv(w, "image", in.image);
+    w.Key("resources");
+    w.StartObject();
+    w.Key("requests");
+    w.StartObject();
+    if (in.cpus) json::kv(w, "cpu", std::to_string(in.cpus));
+    if (in.memMb) json::kv(w, "memory", std::to_string(in.memMb) + "Mi");
+    w.EndObject();
+    w.Key("claims");
+    w.StartArray();
+    for (size_t i = 0; i < in.claims.size(); ++i) {
+        w.StartObject();
+        json::kv(w, "name", "c" + std::to_string(i));
+        w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+    w.EndObject();
+    return std::string(buf.GetString(), buf.GetSize());
+}
+
+PodHolding decodePodHolding(const Value &obj) {
+    if (!obj.IsObject()) throw json::Error("Pod is not an object");
+    PodHolding p;
+    const Value &meta = json::requireObject(obj, "metadata", "Pod");
+    p.ns = json::getString(meta, "namespace");
+    p.name = json::getString(meta, "name");
+    p.uid = json::getString(meta, "uid");
+    p.deleting = json::member(meta, "deletionTimestamp") && !(*json::member(meta, "deletionTimestamp")).IsNull();
+    if (const Value *labels = json::member(meta, "labels"); labels && labels->IsObject())
+        for (auto it = labels->MemberBegin(); it != labels->MemberEnd(); ++it)
+            if (it->value.IsString()) p.labels.emplace(it->name.GetString(), it->value.GetString());
+    if (const Value *spec = json::member(obj, "spec"); spec && spec->IsObject()) {
+        p.nodeName = json::getString(*spec, "nodeName");
+        if (const Value *rc = json::member(*spec, "resourceClaims"); rc && rc->IsArray())
+            for (const auto &c : rc->GetArray())
+                if (c.IsObject()) p.claims.push_back(json::getString(c, "resourceClaimName"));
+    }
+    if (const Value *status = json::member(obj, "status"); status && status->IsObject())
+        p.phase = json::getString(*status, "phase");
+    return p;
+}
+
+bool holderMatches(const PodHolding &pod, const HolderIntent &in) {
+    // A pod that ended (kubelet refused it, or it was evicted) holds nothing.
+    return !pod.deleting && pod.phase != "Failed" && pod.phase != "Succeeded" && pod.nodeName == in.node &&
+           pod.claims == in.claims;
+}
+
+bool reserveClaimFor(rapidjson::Document &claim, const std::string &podName, const std::string &podUid) {
+    auto &a = claim.GetAllocator();
+    if (!claim.IsObject()) throw json::Error("ResourceClaim is not an object");
+    Value *status = nullptr;
+    if (auto it = claim.FindMember("status"); it != claim.MemberEnd() && it->value.IsObject())
+        status = &it->value;
+    else {
+        claim.RemoveMember("status");
+        claim.AddMember("status", Value(rapidjson::kObjectType), a);
+        status = &claim["status"];
+    }
+    if (auto it = status->FindMember("reservedFor"); it != status->MemberEnd() && it->value.IsArray() &&
+        it->value.Size() == 1) {
+        const Value &ref = it->value[0];
+        if (ref.IsObject() && json::getString(ref, "resource") == "pods" && json::getString(ref, "name") == podName &&
+            json::getString(ref, "uid") == podUid)
+            return false;
+    }
+    // Only the holder pod: an entry anyone else put there is not kept.
+    Value ref(rapidjson::kObjectType);
+    ref.AddMember("resource", "pods", a);
+    ref.AddMember("name", Value(podName.c_str(), a), a);
+    ref.AddMember("uid", Value(podUid.c_str(), a), a);
+    Value list(rapidjson::kArrayType);
+    list.PushBack(ref, a);
+    status->RemoveMember("reservedFor");
+    status->AddMember("reservedFor", list, a);
+    return true;
+}
+
+}  // namespace k8sdra::k8s
