@@ -224,7 +224,8 @@ int k8sdra_place(k8sdra_inventory *inv, const char *node, const k8sdra_request *
 
 namespace {
 
-using Ranker = std::vector<RankEntry> (*)(const std::vector<NodeView> &, const Request &);
+using Ranker = std::vector<RankEntry> (*)(k8sdra_inventory *, const std::vector<NodeView> &,
+                                          const Request &);
 
 int rank_with(Ranker ranker, k8sdra_inventory *inv, const char *const *nodes, size_t nnodes,
               const k8sdra_request *req, size_t *order, int *fits, k8sdra_score *scores,
@@ -242,7 +243,7 @@ int rank_with(Ranker ranker, k8sdra_inventory *inv, const char *const *nodes, si
                 known[i] = true;
             }
         }
-        const auto ranked = ranker(views, to_request(*req));
+        const auto ranked = ranker(inv, views, to_request(*req));
         for (size_t i = 0; i < ranked.size(); ++i) {
             order[i] = ranked[i].node;
             fits[i] = ranked[i].fits && known[ranked[i].node];
@@ -260,14 +261,17 @@ extern "C" {
 int k8sdra_rank(k8sdra_inventory *inv, const char *const *nodes, size_t nnodes,
                 const k8sdra_request *req, size_t *order, int *fits, k8sdra_score *scores,
                 char *err, size_t errlen) {
-    return rank_with(rank_nodes, inv, nodes, nnodes, req, order, fits, scores, err, errlen);
+    const Ranker exact = [](k8sdra_inventory *h, const std::vector<NodeView> &views,
+                            const Request &r) { return h->ranks.rank(views, r); };
+    return rank_with(exact, inv, nodes, nnodes, req, order, fits, scores, err, errlen);
 }
 
 int k8sdra_rank_coarse(k8sdra_inventory *inv, const char *const *nodes, size_t nnodes,
                        const k8sdra_request *req, size_t *order, int *fits,
                        k8sdra_score *scores, char *err, size_t errlen) {
-    return rank_with(rank_nodes_coarse, inv, nodes, nnodes, req, order, fits, scores, err,
-                     errlen);
+    const Ranker coarse = [](k8sdra_inventory *, const std::vector<NodeView> &views,
+                             const Request &r) { return rank_nodes_coarse(views, r); };
+    return rank_with(coarse, inv, nodes, nnodes, req, order, fits, scores, err, errlen);
 }
 
 int k8sdra_job_begin(k8sdra_inventory *inv, const char *node, uint32_t job_id,

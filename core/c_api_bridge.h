@@ -5,12 +5,14 @@
 
 #include "core/inventory.h"
 #include "core/k8sdra.h"
+#include "core/rank_index.h"
 
 #include <mutex>
 
 struct k8sdra_inventory {
     std::mutex mu;  // serializes C ABI calls on this inventory
     k8sdra::Inventory inv;
+    k8sdra::RankIndex ranks;  // k8sdra_rank's answers, kept by node stamps
 };
 
 namespace k8sdra {

@@ -47,6 +47,21 @@ bool Engine::covered(const Holding &h, const NodeEntry &entry) const {
 }
 
 void Engine::held_for_slurm(const NodeEntry &entry, Words *cpus, uint64_t *gpus) const {
+    const std::vector<Holding> &hs = entry.ledger.holdings();
+    if (entry.ledger.job_holdings() == 0 ||
+        std::none_of(hs.begin(), hs.end(), [&](const Holding &h) { return covered(h, entry); })) {
+        // Every holding counts (the usual case): what they hold together is
+        // what the ledger does not have free, without reading each of them.
+        const CpuTopology &t = *entry.topology.cpu;
+        const Words &free = entry.ledger.free_cpus();
+        cpus->assign(t.words, 0);
+        for (size_t i = 0; i < t.words && i < free.size(); ++i) (*cpus)[i] = ~free[i];
+        for (size_t i = t.cpus.size(); i < t.words * 64; ++i) bit_clear(*cpus, i);
+        const size_t ngpus = std::min<size_t>(entry.topology.gpus.size(), 64);
+        const uint64_t all = ngpus == 64 ? ~uint64_t{0} : (uint64_t{1} << ngpus) - 1;
+        *gpus = all & ~entry.ledger.free_gpus();
+        return;
+    }
     cpus->assign(entry.topology.cpu->words, 0);
     *gpus = 0;
     for (const Holding &h : entry.ledger.holdings()) {
@@ -236,6 +251,9 @@ NodeChoice Engine::choose(const std::string &slurm_node, const Request &req,
     view.free_cpus = free.data();
     view.free_gpus &= ~busy_gres;
     view.numa_counts = nullptr;  // they describe the ledger alone, not our mask
+    view.stamp = 0;              // nor does its stamp
+    const PlacementKey key(view, req);
+    if (auto kept = choices_.find(key)) return std::move(*kept);
     const Placement p = place(view, req);
     out.fits = p.fits;
     out.reason = p.reason;
@@ -243,6 +261,7 @@ NodeChoice Engine::choose(const std::string &slurm_node, const Request &req,
     for (uint32_t c : p.cpus) out.cores.push_back(slurm_core_of(cpu, c));
     sort_unique(out.cores);
     out.gres = p.gpus;
+    choices_.put(key, entry->topology.cpu, out);
     return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/inventory.h"
 #include "core/placement.h"
+#include "core/placement_cache.h"
 #include "core/plugin_config.h"
 #include "core/slurm_map.h"
 
@@ -107,6 +108,9 @@ public:
 
     // Best placement on a ready Kubernetes node, leaving out what Slurm's
     // own jobs use there (busy cores, busy GPUs) besides what pods hold.
+    // Choices are kept by topology, free sets and request (PlacementCache):
+    // job_test asks for every candidate node, and most have not changed
+    // since the last job, or look like another node.
     NodeChoice choose(const std::string &slurm_node, const Request &req,
                       const std::vector<uint32_t> &busy_cores, uint64_t busy_gres) const;
 
@@ -148,6 +152,7 @@ private:
     std::unordered_map<std::string, NodeStamp> stamps_;  // k8s node name; mu_
     uint64_t full_stamp_ = 0;                            // mu_
     std::atomic<int64_t> synced_at_{0};  // Clock ticks of the last sync
+    mutable PlacementCache<NodeChoice> choices_;  // choose()'s answers
 
     // Slurm's own allocations per job (Kubernetes node names), as slurmctld
     // told them, and those of recently ended jobs whose claims are still

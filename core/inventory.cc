@@ -16,6 +16,7 @@ NodeView NodeEntry::view() const {
     v.free_cpus = ledger.free_cpus().data();
     v.free_gpus = ledger.free_gpus();
     v.numa_counts = ledger.numa_counts();
+    v.stamp = ledger.stamp();
     return v;
 }
 

@@ -28,6 +28,8 @@ struct InventoryOptions {
 struct NodeEntry {
     std::string name;
     NodeTopology topology;   // cpu may be null when the node is invalid
+    // Built on this topology: a new topology comes with a new ledger, so
+    // the ledger's stamp names both (view().stamp).
     NodeLedger ledger;
     std::string invalid;     // why the node cannot be used, "" when usable
     std::vector<std::string> warnings;

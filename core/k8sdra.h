@@ -179,6 +179,8 @@ K8SDRA_API int k8sdra_place(struct k8sdra_inventory *inv, const char *node,
 /*
  * Ranks nodes by the best placement each offers: order[i] is the index into
  * nodes of the i-th best; fits and scores (may be NULL) are per order entry.
+ * The inventory keeps the ranking between calls and searches again only the
+ * nodes changed since (the answer is the same as searching every node).
  */
 K8SDRA_API int k8sdra_rank(struct k8sdra_inventory *inv,
 			   const char *const *nodes, size_t nnodes,

@@ -2,12 +2,18 @@
 #include "core/ledger.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 
 namespace k8sdra {
 
 std::string Holder::str() const {
     return kind == Kind::Claim ? "claim " + claim : "job " + std::to_string(job);
+}
+
+uint64_t NodeLedger::next_stamp() {
+    static std::atomic<uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 NodeLedger::NodeLedger(size_t ncpus, size_t ngpus)
@@ -124,6 +130,7 @@ void NodeLedger::add(const Holder &who, Words cpus, uint64_t gpus) {
         free_cpus_[i] &= ~cpus[i];
     free_gpus_ &= ~gpus;
     refresh_counts();
+    stamp_ = next_stamp();
     for (Holding &h : holdings_) {
         if (h.who == who) {  // a holder may grow (several claims results)
             for (size_t i = 0; i < cpus.size(); ++i)
@@ -133,6 +140,7 @@ void NodeLedger::add(const Holder &who, Words cpus, uint64_t gpus) {
         }
     }
     holdings_.push_back({who, std::move(cpus), gpus});
+    job_holdings_ += who.kind == Holder::Kind::Job;
 }
 
 bool NodeLedger::release(const Holder &who) {
@@ -142,6 +150,7 @@ bool NodeLedger::release(const Holder &who) {
         return false;
     Words freed = it->cpus;
     uint64_t freed_gpus = it->gpus;
+    job_holdings_ -= it->who.kind == Holder::Kind::Job;
     holdings_.erase(it);
     for (const Holding &h : holdings_) {  // still held by another: stays out
         for (size_t i = 0; i < freed.size(); ++i)
@@ -152,6 +161,7 @@ bool NodeLedger::release(const Holder &who) {
         free_cpus_[i] |= freed[i];
     free_gpus_ |= freed_gpus;
     refresh_counts();
+    stamp_ = next_stamp();
     return true;
 }
 

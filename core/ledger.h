@@ -60,6 +60,13 @@ public:
     bool release(const Holder &who);
 
     const std::vector<Holding> &holdings() const { return holdings_; }
+    // Holdings of Slurm jobs (the others are claims'), without reading them.
+    size_t job_holdings() const { return job_holdings_; }
+    // A process-wide number naming this ledger's state: a new one at
+    // construction and after every change, never reused; copies keep it.
+    // With the topology fixed for a ledger's life (NodeEntry), equal stamps
+    // mean equal free sets on equal nodes: RankIndex keeps scores by it.
+    uint64_t stamp() const { return stamp_; }
     // Per-NUMA free counts (one per topology NUMA node), or nullptr unless
     // built with a topology.
     const NumaCounts *numa_counts() const;
@@ -81,6 +88,10 @@ private:
     Words free_cpus_;
     uint64_t free_gpus_ = 0;
     std::vector<Holding> holdings_;
+    size_t job_holdings_ = 0;
+    uint64_t stamp_ = next_stamp();
+
+    static uint64_t next_stamp();
 };
 
 }  // namespace k8sdra

@@ -14,6 +14,9 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/inventory.cc core/inventory.h \
 	core/ledger.cc core/ledger.h \
 	core/placement.cc core/placement.h \
+	core/placement_cache.h \
+	core/placement_key.cc core/placement_key.h \
+	core/rank_index.cc core/rank_index.h \
 	core/pool_select.cc core/pool_select.h \
 	core/slurm_map.cc core/slurm_map.h \
 	core/topology.h \
@@ -32,6 +35,7 @@ testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_model_test.cc \
 	testsuite/unit/core_ledger_test.cc \
 	testsuite/unit/core_placement_test.cc \
+	testsuite/unit/core_rank_index_test.cc \
 	testsuite/unit/core_oracle_test.cc \
 	testsuite/unit/core_fixture_test.cc \
 	testsuite/unit/core_driver_variants_test.cc \

@@ -721,13 +721,18 @@ std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Requ
     return rank_nodes(nodes, req, SearchOptions{});
 }
 
+NodeScore score_node(const NodeView &node, const Request &req, const SearchOptions &opts) {
+    Placement p;
+    evaluate(node, req, p, opts);
+    return {p.fits, p.score};
+}
+
 std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req,
                                   const SearchOptions &opts) {
     std::vector<RankEntry> out(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
-        Placement p;
-        evaluate(nodes[i], req, p, opts);
-        out[i] = {i, p.fits, p.score};
+        const NodeScore s = score_node(nodes[i], req, opts);
+        out[i] = {i, s.fits, s.score};
     }
     std::stable_sort(out.begin(), out.end(), [](const RankEntry &a, const RankEntry &b) {
         if (a.fits != b.fits)

@@ -42,12 +42,14 @@
 
 namespace k8sdra {
 
+// A new field must also go into placement_inputs() (placement_key.h).
 struct Request {
     uint32_t cpus = 0;              // CPUs wanted
     bool whole_cores = false;       // the job holds whole free cores (Slurm cores)
     uint32_t threads_per_core = 0;  // at most this many threads used per core; 0: all
     uint32_t gpus = 0;
     uint32_t cpus_per_gpu = 0;      // CPUs wanted = max(cpus, gpus * cpus_per_gpu)
+    bool operator==(const Request &) const = default;
 };
 
 struct Score {
@@ -93,12 +95,25 @@ struct NodeView {
     const uint64_t *free_cpus = nullptr;  // cpu->words words
     uint64_t free_gpus = 0;               // bit i: GRES index i is free
     const NumaCounts *numa_counts = nullptr;  // optional, per cpu->numas
+    // Names everything above for RankIndex: equal non-zero stamps stand for
+    // equal topology, GPUs and free sets (NodeEntry::view() sets the
+    // ledger's). 0: unknown, searched on every call. Whoever changes a
+    // view's free sets must set it to 0.
+    uint64_t stamp = 0;
 };
 
 // CPUs the request needs in total.
 uint32_t cpus_wanted(const Request &r);
 
 Placement place(const NodeView &node, const Request &req, const SearchOptions &opts = {});
+
+struct NodeScore {
+    bool fits = false;
+    Score score;  // {} when !fits
+};
+
+// What place() would return as fits and score, without choosing devices.
+NodeScore score_node(const NodeView &node, const Request &req, const SearchOptions &opts = {});
 
 struct RankEntry {
     size_t node = 0;  // index into the input
@@ -107,7 +122,9 @@ struct RankEntry {
 };
 
 // Fitting nodes first, by score, then by input order. The score of each
-// node is the one place() would return with the same options.
+// node is the one place() would return with the same options. This is the
+// full scan: every node searched on every call; RankIndex (rank_index.h)
+// returns the same from a kept index.
 std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req);
 std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req,
                                   const SearchOptions &opts);
