@@ -60,6 +60,19 @@ def _prefer_own_build(monkeypatch):
     monkeypatch.setattr(cluster_mod, "find_built", find_built)
 
 
+def _stuck_diagnostics(c) -> str:
+    """What a stuck stream needs explained: the queue, every node's state and
+    reason, and slurmctld's last words about nodes."""
+    out = [c.run("squeue", "-o", "%i %T %r %N", check=False).stdout,
+           c.run("sinfo", "-N", "-h", "-o", "%N %T %E", check=False).stdout]
+    log = c.run_dir / "log" / "slurmctld.log"
+    if log.exists():
+        lines = [ln for ln in log.read_text(errors="replace").splitlines()
+                 if re.search(r"not respond|DOWN|drain|resum|k8s_cons_tres.*(unavailable|stale)", ln, re.I)]
+        out.append("\n".join(lines[-40:]))
+    return "\n".join(out)
+
+
 def test_fault_matrix(cluster_factory, monkeypatch):
     started = time.monotonic()
     seed = int(os.environ.get("K8S_FAULT_MATRIX_SEED") or random.SystemRandom().randrange(1, 2**31))
@@ -146,7 +159,7 @@ def test_fault_matrix(cluster_factory, monkeypatch):
         return True
     try:
         wait_for(all_ended, timeout=150, what="every job of the stream to end",
-                 on_timeout=lambda: c.run("squeue", check=False).stdout)
+                 on_timeout=lambda: _stuck_diagnostics(c))
     except WaitTimeout as e:
         m.violation(f"(c) jobs still pending or running at the end: {e}")
     if stuck:
