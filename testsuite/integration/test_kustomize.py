@@ -108,7 +108,7 @@ def test_loose_files_say_the_same_as_the_base():
 
 def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     kinds = by_kind(docs(kustomize(BASE)))
-    read, binding = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
+    binding, read = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
     assert binding["metadata"]["name"].endswith("-binding")
     assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
                               "resources": ["resourceslices",
