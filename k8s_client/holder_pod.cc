@@ -109,17 +109,14 @@ bool holderMatches(const PodHolding &pod, const HolderIntent &in) {
 bool reserveClaimFor(rapidjson::Document &claim, const std::string &podName, const std::string &podUid) {
     auto &a = claim.GetAllocator();
     if (!claim.IsObject()) throw json::Error("ResourceClaim is not an object");
-    Value *status = nullptr;
-    if (auto it = claim.FindMember("status"); it != claim.MemberEnd() && it->value.IsObject())
-        status = &it->value;
-    else {
+    if (!claim.HasMember("status") || !claim["status"].IsObject()) {
         claim.RemoveMember("status");
         claim.AddMember("status", Value(rapidjson::kObjectType), a);
-        status = &claim["status"];
     }
-    if (auto it = status->FindMember("reservedFor"); it != status->MemberEnd() && it->value.IsArray() &&
-        it->value.Size() == 1) {
-        const Value &ref = it->value[0];
+    Value *status = &claim["status"];
+    if (status->HasMember("reservedFor") && (*status)["reservedFor"].IsArray() &&
+        (*status)["reservedFor"].Size() == 1) {
+        const Value &ref = (*status)["reservedFor"][0];
         if (ref.IsObject() && json::getString(ref, "resource") == "pods" && json::getString(ref, "name") == podName &&
             json::getString(ref, "uid") == podUid)
             return false;
