@@ -10,44 +10,32 @@ import random
 import signal
 import threading
 import time
+import ssl
 import urllib.parse
+import urllib.request
 
 import pytest
 
 from harness import node_agent as na
-from harness.cluster import Cluster, new_run_dir
 from harness.jobs import sbatch, show_job, wait_job
-from harness.kube import CLAIM_LABEL_JOB, claim_devices, cpu_ids_by_device, get_json, job_claims, kubectl
-from harness.wait import WaitTimeout, wait_for
-from conftest import FIXTURES
+from harness import scenarios
+from harness.kube import CLAIM_LABEL_JOB, claim_devices, cpu_ids_by_device, job_claims, kubectl
+from harness.kube import holder_pods as job_pods
+from harness.wait import wait_for
 
 NS = "slurm"
 BOUND = 20  # s from a job's start to its holder pod Running (the claim bound's scale)
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
-    try:
-        c.up(str(FIXTURES / "demo.json"))
-        yield c
-    finally:
-        c.down()
+def cluster(k8s_cluster):
+    return k8s_cluster  # conftest's demo cluster, one for this module
 
 
 @pytest.fixture(autouse=True)
 def no_jobs_left(cluster):
     yield
-    cluster.run("scancel", "--user", "root", check=False)
-    wait_for(lambda: not cluster.run("squeue", "-h", "-t", "PD,R,CG,S", check=False).stdout.strip(),
-             timeout=60, what="all jobs to end")
-    wait_for(lambda: not job_pods(cluster) and not job_claims(cluster), timeout=60,
-             what="holder pods and job claims to be deleted")
-
-
-def job_pods(cluster, job=None) -> list:
-    sel = CLAIM_LABEL_JOB + (f"={job}" if job is not None else "")
-    return get_json(cluster, "pods", "-n", NS, "-l", sel)["items"]
+    scenarios.end_all_jobs(cluster)
 
 
 def running_pods(cluster, job, count):
@@ -133,8 +121,6 @@ def test_a_job_gets_a_running_holder_pod_that_holds_its_devices(cluster):
 def _watch_deletions(cluster, kind_path, rv, out, stop):
     """DELETED events of one collection from resourceVersion rv, in order."""
     url, token, ca, _ = na._endpoints(cluster)
-    import ssl
-    import urllib.request
     ctx = ssl.create_default_context(cafile=ca)
     q = urllib.parse.urlencode({"watch": "1", "resourceVersion": rv, "timeoutSeconds": "60"})
     req = urllib.request.Request(f"{url}{kind_path}?{q}", headers={"Authorization": f"Bearer {token}"})
