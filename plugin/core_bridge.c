@@ -6,7 +6,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "src/common/slurm_xlator.h"
+#include "slurm_compat.h"
 #include "src/common/log.h"
 #include "src/common/read_config.h"
 #include "src/common/run_in_daemon.h"

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "src/common/slurm_xlator.h"
+#include "slurm_compat.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/xstring.h"
@@ -32,6 +32,7 @@ static pthread_cond_t agent_cv = PTHREAD_COND_INITIALIZER;
 static time_t *mismatch_since;	/* per node index: 0, or first seen */
 static int since_cnt;
 static time_t next_check;	/* when a grace period ends, 0 if none */
+static time_t next_retry;	/* when nodes that wait to be marked are retried */
 
 /* Rare: with the locks slurmctld's own node updates take. */
 static void _resume(char *nodes)
@@ -138,6 +139,7 @@ extern void k8s_agent_check_control(void)
 static void *_agent(void *arg)
 {
 	uint64_t seen = 0;
+	bool retry;
 
 	slurm_mutex_lock(&agent_mu);
 	while (!stopping) {
@@ -158,9 +160,13 @@ static void *_agent(void *arg)
 		 */
 		if (_leave_control_locked())
 			continue;
-		if (k8sdra_view_generation() == seen &&
+		/* pods' GPUs on nodes whose slurmd had not registered */
+		retry = k8s_gpu_waiting() && time(NULL) >= next_retry;
+		if (k8sdra_view_generation() == seen && !retry &&
 		    !(next_check && time(NULL) >= next_check))
 			continue;
+		if (retry)
+			next_retry = time(NULL) + 1;
 		seen = k8sdra_view_generation();
 		slurm_mutex_unlock(&agent_mu);
 		_sync_now();
@@ -175,7 +181,7 @@ extern void k8s_agent_start(void)
 	slurm_mutex_lock(&agent_mu);
 	if (!running) {
 		stopping = false;
-		slurm_thread_create(&agent, _agent, NULL);
+		k8s_thread_create("k8s_agent", &agent, _agent, NULL);
 		running = true;
 	}
 	slurm_mutex_unlock(&agent_mu);
@@ -199,7 +205,7 @@ extern void k8s_agent_stop(void)
 	stopping = true;
 	slurm_cond_signal(&agent_cv);
 	slurm_mutex_unlock(&agent_mu);
-	pthread_join(agent, NULL);
+	k8s_thread_join(agent);
 	running = false;
 	xfree(mismatch_since);
 	since_cnt = 0;

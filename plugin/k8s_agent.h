@@ -2,7 +2,11 @@
  * k8s_agent.h - the plugin's own slurmctld thread: when the Kubernetes view
  * changes, it takes slurmctld's node lock and brings the GPUs pods hold into
  * the node's GRES state at once, instead of at the next job_test, so that
- * `scontrol show node` and backfill see it. It never does I/O.
+ * `scontrol show node` and backfill see it; while pods' GPUs wait for their
+ * node's slurmd to register, it retries those nodes once a second (on
+ * releases without update_node_config, the only early way). It also drains
+ * and resumes nodes whose slices disagree, and notices that slurmctld
+ * leaves control. It never does I/O.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -10,9 +10,7 @@
  */
 #include <time.h>
 
-#include "src/common/slurm_xlator.h"
-#include "src/common/gres.h"
-#include "src/common/list.h"
+#include "slurm_compat.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/xmalloc.h"
@@ -31,6 +29,19 @@ static int held_cnt;
 static bitstr_t *pending;
 /* per node index: pods hold GPUs that cannot be marked at all yet */
 static bitstr_t *unmarked;
+/* unmarked has a bit set; read without slurmctld's locks */
+static bool waiting;
+
+static void _set_waiting(void)
+{
+	__atomic_store_n(&waiting, unmarked && bit_ffs(unmarked) >= 0,
+			 __ATOMIC_RELAXED);
+}
+
+extern bool k8s_gpu_waiting(void)
+{
+	return __atomic_load_n(&waiting, __ATOMIC_RELAXED);
+}
 
 static void _ensure_table(void)
 {
@@ -51,6 +62,7 @@ extern void k8s_gpu_forget(void)
 	FREE_NULL_BITMAP(pending);
 	FREE_NULL_BITMAP(unmarked);
 	held_cnt = 0;
+	_set_waiting();
 }
 
 extern bool k8s_gpu_pending(void)
@@ -69,7 +81,7 @@ static int _is_gpu(void *x, void *key)
 	return !xstrcmp(gs->gres_name, "gpu");
 }
 
-extern gres_state_t *k8s_gpu_gres(List gres_list)
+extern gres_state_t *k8s_gpu_gres(list_t *gres_list)
 {
 	return gres_list ? list_find_first(gres_list, _is_gpu, NULL) : NULL;
 }
@@ -186,6 +198,7 @@ extern void k8s_gpu_sync(void)
 		changed |= _sync_node(node_ptr, i);
 	if (changed)
 		last_node_update = time(NULL);
+	_set_waiting();
 }
 
 extern void k8s_gpu_sync_pending(void)
@@ -201,6 +214,7 @@ extern void k8s_gpu_sync_pending(void)
 	}
 	if (changed)
 		last_node_update = time(NULL);
+	_set_waiting();
 }
 
 extern void k8s_gpu_sync_node(int index)
@@ -224,4 +238,5 @@ extern void k8s_gpu_sync_node(int index)
 		_recount(ns);
 	if (_sync_node(node_ptr, index))
 		last_node_update = time(NULL);
+	_set_waiting();
 }

@@ -10,11 +10,11 @@
 #ifndef K8S_GPU_H
 #define K8S_GPU_H
 
-#include "src/common/gres.h"
+#include "slurm_compat.h"
 #include "src/common/node_conf.h"
 
 /* The "gpu" entry of a GRES list (a job's or a node's), or NULL. */
-extern gres_state_t *k8s_gpu_gres(List gres_list);
+extern gres_state_t *k8s_gpu_gres(list_t *gres_list);
 /* A node's GPU state, or NULL when it has no GPUs. */
 extern gres_node_state_t *k8s_gpu_node_state(node_record_t *node_ptr);
 
@@ -37,5 +37,10 @@ extern void k8s_gpu_sync_pending(void);
  * index yet; they must take no job that asks for GPUs. NULL when none.
  */
 extern bitstr_t *k8s_gpu_unmarked(void);
+/*
+ * The same as a hint that needs no lock: true while some node waits to be
+ * marked (its slurmd has not registered yet), as of the last sync.
+ */
+extern bool k8s_gpu_waiting(void);
 
 #endif

@@ -4,8 +4,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "src/common/slurm_xlator.h"
-#include "src/common/gres.h"
+#include "slurm_compat.h"
 #include "src/common/job_resources.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
@@ -58,8 +57,8 @@ static void _add_bits(bitstr_t *b, uint32_t **arr, size_t *cnt)
 static void _job_gpus(job_record_t *job_ptr, bool selected, int i, int n,
 		      uint32_t **arr, size_t *cnt)
 {
-	List gres = selected ? job_ptr->gres_list_req : job_ptr->gres_list_alloc;
-	ListIterator it;
+	list_t *gres = selected ? job_ptr->gres_list_req : job_ptr->gres_list_alloc;
+	list_itr_t *it;
 	gres_state_t *gs;
 
 	if (!gres)
@@ -166,7 +165,7 @@ static int _known_one(void *x, void *arg)
 	return 0;
 }
 
-extern void k8s_jobs_known(List jobs)
+extern void k8s_jobs_known(list_t *jobs)
 {
 	k8sdra_jobs_known_begin();
 	if (jobs)

@@ -7,7 +7,7 @@
 #ifndef K8S_JOBS_H
 #define K8S_JOBS_H
 
-#include "src/common/list.h"
+#include "slurm_compat.h"
 #include "src/slurmctld/slurmctld.h"
 
 /* After a successful job_begin: the cores chosen and GPUs selected (cons_tres
@@ -18,6 +18,6 @@ extern void k8s_jobs_end(job_record_t *job_ptr);
 /* The job's allocation changed (resize): its claims follow. */
 extern void k8s_jobs_resized(job_record_t *job_ptr);
 /* After a (re)start: every running or suspended job, as recovered. */
-extern void k8s_jobs_known(List jobs);
+extern void k8s_jobs_known(list_t *jobs);
 
 #endif

@@ -4,10 +4,8 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "src/common/slurm_xlator.h"
-#include "src/common/gres.h"
+#include "slurm_compat.h"
 #include "src/common/job_resources.h"
-#include "src/common/list.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/xmalloc.h"
@@ -28,7 +26,7 @@
 #define MAX_CORES 1024
 #define MAX_GPUS 64
 
-extern List job_list;	/* slurmctld's; defined tentatively in the plugin */
+extern list_t *job_list;	/* slurmctld's; defined tentatively in the plugin */
 
 static bitstr_t *busy;		/* cores of running Slurm jobs, cluster-wide */
 static bool busy_valid;
@@ -154,7 +152,7 @@ typedef struct {
 
 static bool _node_request(job_record_t *job_ptr, node_req_t *r)
 {
-	struct job_details *d = job_ptr->details;
+	job_details_t *d = job_ptr->details;
 	uint32_t gpus;
 
 	memset(r, 0, sizeof(*r));

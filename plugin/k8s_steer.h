@@ -12,7 +12,7 @@
 #ifndef K8S_STEER_H
 #define K8S_STEER_H
 
-#include "src/common/bitstring.h"
+#include "slurm_compat.h"
 #include "src/slurmctld/slurmctld.h"
 
 /*

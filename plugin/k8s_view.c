@@ -6,9 +6,7 @@
  */
 #include <inttypes.h>
 
-#include "src/common/slurm_xlator.h"
-#include "src/common/gres.h"
-#include "src/common/hostlist.h"
+#include "slurm_compat.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
 #include "src/common/xmalloc.h"
@@ -120,7 +118,7 @@ static void _rebuild(uint64_t gen)
 {
 	const char *expr = k8sdra_view_kubernetes_nodes();
 	bool all = !xstrcasecmp(expr, "ALL");
-	hostlist_t k8s_nodes = NULL;
+	k8s_hostlist_t *k8s_nodes = NULL;
 	node_record_t *node_ptr;
 
 	if (!all && expr[0])

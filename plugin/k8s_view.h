@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "src/common/bitstring.h"
+#include "slurm_compat.h"
 
 /* Brings the cache up to date; true when it changed since the last call. */
 extern bool k8s_view_refresh(void);

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The Slurm-facing shared object. Only these files include Slurm headers, from
-# the configured Slurm source tree of exactly the installed release.
+# the configured Slurm source tree of exactly the selected release. One
+# adapter per ABI family (configure's SLURM_ABI) over the shared sources;
+# slurm_compat.h holds the type, name and header differences.
 plugindir = $(PLUGINDIR)
 plugin_LTLIBRARIES = select_k8s_cons_tres.la
 select_k8s_cons_tres_la_SOURCES = \
-	plugin/select_k8s_cons_tres.c \
+	plugin/slurm_compat.h \
+	plugin/select_common.c plugin/select_common.h \
 	plugin/inner_select.c plugin/inner_select.h \
 	plugin/core_bridge.c plugin/core_bridge.h \
 	plugin/k8s_view.c plugin/k8s_view.h \
@@ -12,6 +15,13 @@ select_k8s_cons_tres_la_SOURCES = \
 	plugin/k8s_jobs.c plugin/k8s_jobs.h \
 	plugin/k8s_steer.c plugin/k8s_steer.h \
 	plugin/k8s_agent.c plugin/k8s_agent.h
+if SLURM_ABI_22_05
+select_k8s_cons_tres_la_SOURCES += plugin/select_22_05.c
+endif
+if SLURM_ABI_25_05
+select_k8s_cons_tres_la_SOURCES += plugin/select_25_05.c
+endif
+EXTRA_DIST += plugin/select_22_05.c plugin/select_25_05.c
 # Slurm's own config.h must win over anything of ours; its headers trip
 # -Wunused-parameter and -Wsign-compare in inline helpers we do not own.
 select_k8s_cons_tres_la_CPPFLAGS = -I$(SLURM_SRC) -I$(SLURM_SRC)/src/common \

@@ -1,7 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The plugin must export only what Slurm's loader looks up: no C++, RapidJSON
-# or core symbol may leak into slurmctld's symbol namespace.
+# or core symbol may leak into slurmctld's symbol namespace. Its select_p_*
+# must be exactly the ones the release's loader requires (node_select_syms[]
+# in the Slurm source it was built against), and every symbol it needs must
+# come from that release's libslurmfull and slurmctld.
+#
+# Usage: check-plugin-exports.sh [PLUGIN.so]
+# Environment (make check sets them from configure): SLURM_SRC, the Slurm
+# source tree; SLURM_PREFIX, where that release's sbin/slurmctld is.
 set -eu
 so="${1:-.libs/select_k8s_cons_tres.so}"
 [ -f "$so" ] || { echo "FAIL: $so not built"; exit 1; }
@@ -15,30 +22,58 @@ for sym in $exports; do
 	*) echo "FAIL: unexpected exported symbol: $sym"; fail=1 ;;
 	esac
 done
-count=$(echo "$exports" | grep -c '^select_p_' || true)
-if [ "$count" -ne 36 ]; then
-	echo "FAIL: expected 36 select_p_* exports, found $count"
-	fail=1
-fi
 for sym in plugin_name plugin_type plugin_id plugin_version init fini; do
 	echo "$exports" | grep -qx "$sym" || { echo "FAIL: $sym is not exported"; fail=1; }
 done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The select_p_* the loader looks up: node_select_syms[] of select.c
+# (src/common until 22.05, src/interfaces from 23.02).
+select_c=""
+for f in "${SLURM_SRC:-}/src/interfaces/select.c" "${SLURM_SRC:-}/src/common/select.c"; do
+	[ -n "${SLURM_SRC:-}" ] && [ -f "$f" ] && { select_c=$f; break; }
+done
+echo "$exports" | grep '^select_p_' > "$tmp/exported" || true
+if [ -n "$select_c" ]; then
+	sed -n '/node_select_syms\[\] *= *{/,/};/p' "$select_c" |
+		grep -o '"select_p_[a-z_]*"' | tr -d '"' | sort > "$tmp/required"
+	[ -s "$tmp/required" ] || { echo "FAIL: no node_select_syms[] in $select_c"; fail=1; }
+	if ! cmp -s "$tmp/required" "$tmp/exported"; then
+		echo "FAIL: select_p_* exported differ from node_select_syms[] of $select_c:"
+		comm -3 "$tmp/required" "$tmp/exported" | sed 's/^\t/    exported, not required: /; t; s/^/    required, not exported: /'
+		fail=1
+	fi
+	nreq=$(wc -l < "$tmp/required")
+else
+	# no source tree named: 22.05's count
+	nreq=36
+	if [ "$(wc -l < "$tmp/exported")" -ne 36 ]; then
+		echo "FAIL: expected 36 select_p_* exports, found $(wc -l < "$tmp/exported") (set SLURM_SRC to check against a release)"
+		fail=1
+	fi
+fi
+
 # Every symbol it needs must come from a library it links or from Slurm
 # itself (libslurmfull, slurmctld): a missing one would only show when
 # slurmctld first calls it, as a "symbol lookup error" that kills it.
-slurmlib=$(dirname "$(find /usr/lib -name libslurmfull.so -path '*slurm*' | head -n1)")/libslurmfull.so
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-{ nm -D --defined-only "$slurmlib" /usr/sbin/slurmctld 2>/dev/null
+if [ -n "${SLURM_PREFIX:-}" ] && [ "$SLURM_PREFIX" != /usr ] && [ -x "$SLURM_PREFIX/sbin/slurmctld" ]; then
+	slurmctld=$SLURM_PREFIX/sbin/slurmctld
+	slurmlib=$(find "$SLURM_PREFIX/lib" -name libslurmfull.so | head -n1)
+else
+	slurmctld=/usr/sbin/slurmctld
+	slurmlib=$(dirname "$(find /usr/lib -name libslurmfull.so -path '*slurm*' | head -n1)")/libslurmfull.so
+fi
+{ nm -D --defined-only "$slurmlib" "$slurmctld" 2>/dev/null
   for lib in $(ldd "$so" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do nm -D --defined-only "$lib"; done
 } | awk '{ print $NF }' | sed 's/@.*//' | sort -u > "$tmp/provided"
 nm -D --undefined-only "$so" | awk '{ print $NF }' | sed 's/@.*//' | sort -u > "$tmp/needed"
 missing=$(comm -23 "$tmp/needed" "$tmp/provided" |
 	grep -v -e '^_ITM_' -e '^__gmon_start__$' -e '^_Jv_' -e '^__cxa_finalize$' || true)
 if [ -n "$missing" ]; then
-	echo "FAIL: symbols neither linked nor provided by Slurm:"
+	echo "FAIL: symbols neither linked nor provided by Slurm ($slurmlib, $slurmctld):"
 	echo "$missing" | sed 's/^/    /'
 	fail=1
 fi
-[ $fail -eq 0 ] && echo "PASS: $so exports exactly $(echo "$exports" | wc -l) Slurm symbols and resolves all it needs"
+[ $fail -eq 0 ] && echo "PASS: $so exports exactly $(echo "$exports" | wc -l) Slurm symbols ($nreq select_p_*, as its release's loader requires) and resolves all it needs"
 exit $fail

@@ -51,6 +51,21 @@ def job_allocations(cluster, job_id: int) -> list:
     return allocs
 
 
+def running_allocations(cluster, jobs) -> dict:
+    """job -> its per-node allocations, for the jobs of `jobs` running now."""
+    from .jobs import show_job
+    return {j: job_allocations(cluster, j) for j in jobs
+            if show_job(cluster, j).get("JobState") == "RUNNING"}
+
+
+def gres_used_idx(cluster, node) -> set:
+    """GPU indices `scontrol -d show node` counts as used (by jobs, and the
+    plugin's for pods)."""
+    out = cluster.run("scontrol", "-d", "show", "node", node, timeout=20).stdout
+    m = re.search(r"GresUsed=\S*\(IDX:([0-9,\-]+)\)", out)
+    return set(parse_id_list(m.group(1))) if m else set()
+
+
 def expand_nodes(cluster, hostlist: str) -> list:
     return cluster.run("scontrol", "show", "hostnames", hostlist, timeout=20).stdout.split()
 

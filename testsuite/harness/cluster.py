@@ -43,9 +43,20 @@ def _installed_plugin_dir() -> Path:
     raise ClusterError("cannot find Slurm's PluginDir (no select_cons_tres.so): apt-get install slurm-wlm-basic-plugins")
 
 
-def find_plugin() -> Path:
-    """The built plugin: $K8S_CONS_TRES_PLUGIN, else the newest build (./build
-    or in-tree), else the installed one."""
+def find_plugin(release=None) -> Path:
+    """The built plugin for `release` (default the installed 22.05.8): for
+    the installed release $K8S_CONS_TRES_PLUGIN, else the newest build
+    (./build or in-tree), else the installed one; for a private release see
+    slurm_release.Release.find_plugin."""
+    release = release or slurm_release.get()
+    if release.private:
+        try:
+            found = release.find_plugin()
+        except slurm_release.SlurmReleaseError as e:
+            raise ClusterError(str(e)) from None
+        if not found:
+            raise ClusterError(release.plugin_not_built_reason())
+        return found
     env = os.environ.get("K8S_CONS_TRES_PLUGIN")
     if env:
         if not Path(env).is_file():
@@ -410,8 +421,16 @@ class Cluster:
         else:
             fx = fixture_mod.load(fixture_path)
             source = {"fixture": str(Path(fixture_path).resolve())}
-        if self.release.loads_our_plugin:
-            plugin = Path(plugin) if plugin else find_plugin()
+        # 22.05 loads every select plugin in PluginDir: ours is there even
+        # under cons_tres. Later releases load SelectType's only.
+        if select == "k8s_cons_tres" or not self.release.private:
+            plugin = Path(plugin) if plugin else find_plugin(self.release)
+            built = slurm_release.built_for(plugin)
+            if built and built != self.release.version:
+                raise ClusterError(f"{plugin} is built for Slurm {built}, not {self.release.version}: "
+                                   f"a select plugin loads only into its own release")
+        else:
+            plugin = None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         ports = free_ports(1 + len(fx.nodes))
         self._write_config(fx, select, plugin, ports)

@@ -59,6 +59,37 @@ def claim_devices(claim: dict, cpu_ids: dict) -> tuple:
     return node, sorted(cpus), sorted(gpus)
 
 
+def holder_pods(cluster, job_id=None) -> list:
+    """The holder pods of a job (of every job: None) in the claim namespace."""
+    selector = CLAIM_LABEL_JOB + (f"={job_id}" if job_id is not None else "")
+    return get_json(cluster, "pods", "-n", "slurm", "-l", selector)["items"]
+
+
+def pod_held(cluster) -> dict:
+    """node -> (CPU ids, GPU indices) that pods hold, as Kubernetes says now."""
+    cpu_ids = cpu_ids_by_device(cluster)
+    held = {}
+    for c in pod_claims(cluster):
+        node, cpus, gpus = claim_devices(c, cpu_ids)
+        if node:
+            h = held.setdefault(node, (set(), set()))
+            h[0].update(cpus)
+            h[1].update(gpus)
+    return held
+
+
+def job_claimed(cluster, job_id, cpu_ids) -> dict:
+    """node -> (CPU ids, GPU indices) that a job's claims hold."""
+    per_node = {}
+    for c in job_claims(cluster, job_id):
+        node, cpus, gpus = claim_devices(c, cpu_ids)
+        if node:
+            p = per_node.setdefault(node, ([], []))
+            p[0].extend(cpus)
+            p[1].extend(gpus)
+    return per_node
+
+
 def faults(cluster, **settings):
     """Set the test API server's faults (refuse, hang, status, ...)."""
     url = cluster.apiserver()["controlUrl"] + "/_test/faults"

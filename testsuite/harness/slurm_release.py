@@ -1,12 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Which Slurm release a harness cluster runs, and what differs per release.
 
-22.05.8 is the installed Debian Slurm, the only release the plugin is built
-for today. The others are private builds that build-aux/slurm-release.sh
-caches under <cache>/slurm-VERSION/prefix (<cache> is $K8S_CONS_TRES_CACHE,
-else $XDG_CACHE_HOME/k8s-cons-tres, else ~/.cache/k8s-cons-tres). A cluster
-of such a release runs that prefix's slurmctld and slurmd, and its commands
-come first on PATH: a client must speak its slurmctld's protocol.
+22.05.8 is the installed Debian Slurm. The others are private builds that
+build-aux/slurm-release.sh caches under <cache>/slurm-VERSION/prefix
+(<cache> is $K8S_CONS_TRES_CACHE, else $XDG_CACHE_HOME/k8s-cons-tres, else
+~/.cache/k8s-cons-tres). A cluster of such a release runs that prefix's
+slurmctld and slurmd, and its commands come first on PATH: a client must
+speak its slurmctld's protocol.
+
+The plugin loads into the release it was built for only, and is built for
+the releases in PLUGIN_RELEASES (an adapter per ABI family: 22.05, and
+25.05-26.05). Which build a cluster of a private release loads
+(Release.find_plugin):
+  $K8S_CONS_TRES_PLUGIN_<VERSION>  (dots as underscores, e.g.
+                                    K8S_CONS_TRES_PLUGIN_26_05_3=/src/build-s2605/.libs/select_k8s_cons_tres.so)
+  $K8S_CONS_TRES_PLUGIN            when its build directory was configured
+                                    for that release
+  else the newest build directory of this tree configured for it
+  (`mkdir build-slurm-26.05.3 && cd build-slurm-26.05.3 &&
+   ../configure --with-slurm=26.05.3 && make`; any build* directory whose
+  Makefile says SLURM_VERSION = 26.05.3 counts).
 
 Everything release-specific in the harness lives here; cluster.py only asks.
 """
@@ -20,10 +33,33 @@ from .alignment import format_id_list, parse_id_list
 INSTALLED = "22.05.8"
 PRIVATE = ("24.11.5", "25.11.7", "26.05.3")  # as `build-aux/slurm-release.sh --list`
 RELEASES = (INSTALLED,) + PRIVATE
+# Releases with an ABI family adapter in plugin/ (configure refuses others).
+PLUGIN_RELEASES = (INSTALLED, "25.11.7", "26.05.3")
+PLUGIN_NAME = "select_k8s_cons_tres.so"
+TOP = Path(__file__).resolve().parents[2]
 
 
 class SlurmReleaseError(RuntimeError):
     pass
+
+
+def plugin_env_var(version: str) -> str:
+    return "K8S_CONS_TRES_PLUGIN_" + version.replace(".", "_")
+
+
+def built_for(plugin: Path):
+    """The Slurm release a plugin build was configured for (SLURM_VERSION in
+    the Makefile of the build directory holding .libs/), None if unknown
+    (an installed plugin)."""
+    plugin = Path(plugin)
+    if plugin.parent.name != ".libs":
+        return None
+    try:
+        text = (plugin.parent.parent / "Makefile").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"^SLURM_VERSION = (\S+)$", text, re.M)
+    return m.group(1) if m else None
 
 
 def cache_dir() -> Path:
@@ -55,8 +91,30 @@ class Release:
 
     @property
     def loads_our_plugin(self) -> bool:
-        """select_k8s_cons_tres.so is built for 22.05.8 only (for now)."""
-        return not self.private
+        """select_k8s_cons_tres.so can be built for this release."""
+        return self.version in PLUGIN_RELEASES
+
+    def find_plugin(self):
+        """This private release's plugin build (see the module's doc), or
+        None; plugin_not_built_reason() says what to do then."""
+        env = os.environ.get(plugin_env_var(self.version))
+        if env:
+            if not Path(env).is_file():
+                raise SlurmReleaseError(f"{plugin_env_var(self.version)}={env}: no such file")
+            return Path(env)
+        env = os.environ.get("K8S_CONS_TRES_PLUGIN")
+        if env and Path(env).is_file() and built_for(Path(env)) == self.version:
+            return Path(env)
+        builds = [p for p in TOP.glob(f"build*/.libs/{PLUGIN_NAME}") if built_for(p) == self.version]
+        return max(builds, key=lambda p: p.stat().st_mtime) if builds else None
+
+    def plugin_not_built_reason(self) -> str:
+        if not self.loads_our_plugin:
+            return (f"select/k8s_cons_tres has no adapter for Slurm {self.version}'s ABI family "
+                    f"(built for {', '.join(PLUGIN_RELEASES)})")
+        return (f"select_k8s_cons_tres.so is not built for Slurm {self.version}: mkdir "
+                f"build-slurm-{self.version} && cd build-slurm-{self.version} && ../configure "
+                f"--with-slurm={self.version} && make -j2 (or set {plugin_env_var(self.version)})")
 
     def built(self) -> bool:
         if not self.private:
@@ -77,7 +135,8 @@ class Release:
     def check_select(self, select: str):
         if select != "cons_tres" and not self.loads_our_plugin:
             raise SlurmReleaseError(f"select/{select} cannot load into Slurm {self.version} yet "
-                                    f"(the plugin is built for {INSTALLED}): use select/cons_tres")
+                                    f"(the plugin is built for {', '.join(PLUGIN_RELEASES)}): "
+                                    "use select/cons_tres")
 
     def daemon(self, name: str) -> str:
         """slurmctld/slurmd: the installed one as found on PATH (as before),
@@ -106,9 +165,10 @@ class Release:
         for line in lines:
             key, _, value = line.partition("=")
             if key == "PluginDir":
-                # Only this release's plugins: our 22.05.8 plugin must not sit
-                # in a directory that slurmctld and the commands scan.
-                line = f"PluginDir={self.plugin_dir}"
+                # The run's own directory (our plugin, if any, built for
+                # this release) and this release's plugins, never the
+                # installed 22.05.8 ones.
+                line = f"PluginDir={value.split(':')[0]}:{self.plugin_dir}"
             elif key in _NONE_PLUGINS and value.endswith("/none"):
                 # These releases have no such plugin; an absent key means none
                 # (read_config.c still maps */none to unset: do not rely on it).

@@ -93,3 +93,12 @@ def test_an_unknown_slurm_release_is_refused(tmp_path):
     res = run_configure(tmp_path, "--with-slurm=23.02.1")
     assert res.returncode != 0
     assert "unknown release" in res.stderr and "26.05.3" in res.stderr, res.stderr
+
+
+def test_a_release_without_an_adapter_is_refused(tmp_path):
+    """24.11.5 runs in the harness under cons_tres, but the plugin has no
+    adapter for its ABI family: configure says so before building Slurm."""
+    res = run_configure(tmp_path, "--with-slurm=24.11.5")
+    assert res.returncode != 0
+    assert "no adapter for the 23.02-24.11 ABI family" in res.stderr, res.stderr
+    assert "slurm-release" not in res.stdout, res.stdout

@@ -18,7 +18,9 @@ import pytest
 
 from harness import node_agent as na
 from harness.jobs import sbatch, show_job, wait_job
-from harness.kube import CLAIM_LABEL_JOB, claim_devices, cpu_ids_by_device, get_json, job_claims, kubectl
+from harness import scenarios
+from harness.kube import CLAIM_LABEL_JOB, claim_devices, cpu_ids_by_device, job_claims, kubectl
+from harness.kube import holder_pods as job_pods
 from harness.wait import wait_for
 
 NS = "slurm"
@@ -33,16 +35,7 @@ def cluster(k8s_cluster):
 @pytest.fixture(autouse=True)
 def no_jobs_left(cluster):
     yield
-    cluster.run("scancel", "--user", "root", check=False)
-    wait_for(lambda: not cluster.run("squeue", "-h", "-t", "PD,R,CG,S", check=False).stdout.strip(),
-             timeout=60, what="all jobs to end")
-    wait_for(lambda: not job_pods(cluster) and not job_claims(cluster), timeout=60,
-             what="holder pods and job claims to be deleted")
-
-
-def job_pods(cluster, job=None) -> list:
-    sel = CLAIM_LABEL_JOB + (f"={job}" if job is not None else "")
-    return get_json(cluster, "pods", "-n", NS, "-l", sel)["items"]
+    scenarios.end_all_jobs(cluster)
 
 
 def running_pods(cluster, job, count):

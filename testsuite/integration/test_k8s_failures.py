@@ -5,8 +5,9 @@ no claim left behind."""
 import json
 import time
 
+from harness import scenarios
 from harness.jobs import sbatch, show_job, wait_job
-from harness.kube import faults, job_claims, kubectl, reset_faults
+from harness.kube import job_claims, kubectl
 from harness.wait import wait_for
 
 
@@ -15,69 +16,11 @@ def running_on(cluster, job):
 
 
 def test_api_server_down_then_back(cluster_factory):
-    c = cluster_factory("mixed.json")
-    before = sbatch(c, "-w", "kube-b", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
-    wait_job(c, before, states={"RUNNING"})
-    wait_for(lambda: job_claims(c, before), timeout=30, what="the first job's claim")
-
-    faults(c, refuse=True, dropWatches=True)
-    try:
-        log = c.run_dir / "log" / "slurmctld.log"
-        wait_for(lambda: "inventory is" in log.read_text() and "API server unreachable" in log.read_text(),
-                 timeout=60, what="the plugin to call its view stale")
-        # Kubernetes nodes take no new work; the plain node does.
-        k8s_job = sbatch(c, "-w", "kube-a", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
-        plain_job = sbatch(c, "-w", "plain-c", "-o", "/dev/null", "-c2", "--gres=gpu:2", "--wrap", "sleep 300")
-        wait_job(c, plain_job, states={"RUNNING"})
-        assert show_job(c, k8s_job)["JobState"] == "PENDING"
-        # A job that ends during the outage has its claim deleted later.
-        c.run("scancel", str(before))
-        wait_job(c, before, states={"CANCELLED"})
-    finally:
-        reset_faults(c)
-
-    wait_job(c, k8s_job, states={"RUNNING"}, timeout=90)
-    wait_for(lambda: job_claims(c, k8s_job), timeout=60, what="the new job's claim after recovery")
-    wait_for(lambda: not job_claims(c, before), timeout=90, what="the ended job's claim to be deleted")
-    assert not job_claims(c, plain_job), "a plain Slurm node gets no claim"
+    scenarios.api_server_down_then_back(cluster_factory("mixed.json"))
 
 
 def test_slurmctld_kill_9_and_restart_reconciles_claims(cluster_factory, tmp_path):
-    c = cluster_factory("demo.json")
-    jobs = [sbatch(c, "-w", node, "-o", "/dev/null", "-c4", "--gres=gpu:1", "--wrap", "sleep 300")
-            for node in ("k8s-n1", "k8s-n3")]
-    for j in jobs:
-        wait_job(c, j, states={"RUNNING"})
-        wait_for(lambda j=j: job_claims(c, j), timeout=30, what=f"claim of job {j}")
-    # slurmctld must have saved the running jobs before it dies
-    state = c.run_dir / "state" / "job_state"
-    saved = state.stat().st_mtime
-    c.run("scontrol", "reconfigure")
-    wait_for(lambda: state.stat().st_mtime > saved, timeout=60, what="slurmctld to save its job state")
-
-    import signal
-    c.stop_slurmctld(sig=signal.SIGKILL)
-    # While it is down: one job's claim goes missing, an orphan appears.
-    lost = job_claims(c, jobs[0])[0]["metadata"]["name"]
-    kubectl(c, "delete", "resourceclaim", "-n", "slurm", lost)
-    orphan = job_claims(c, jobs[1])[0]
-    orphan["metadata"] = {"name": "slurm-orphan-999999", "namespace": "slurm",
-                          "labels": dict(orphan["metadata"]["labels"],
-                                         **{"k8s-cons-tres.slurm.io/job-id": "999999"})}
-    status = orphan.pop("status")
-    (tmp_path / "orphan.json").write_text(json.dumps(orphan))
-    kubectl(c, "create", "-f", str(tmp_path / "orphan.json"))
-    kubectl(c, "patch", "resourceclaim", "slurm-orphan-999999", "-n", "slurm", "--subresource=status",
-            "--type=merge", "-p", json.dumps({"status": {"allocation": status["allocation"]}}))
-
-    c.start_slurmctld()
-    for j in jobs:
-        assert running_on(c, j), show_job(c, j)
-    wait_for(lambda: job_claims(c, jobs[0]), timeout=60, what="the missing claim to be written again")
-    wait_for(lambda: not kubectl(c, "get", "resourceclaim", "-n", "slurm", "slurm-orphan-999999",
-                                 check=False).returncode == 0,
-             timeout=60, what="the orphan claim to be deleted")
-    assert job_claims(c, jobs[1]), "a running job's claim survives the restart"
+    scenarios.kill_9_restart_reconciles(cluster_factory("demo.json"), tmp_path)
 
 
 def test_node_whose_slices_disagree_is_drained_with_the_difference(cluster_factory):

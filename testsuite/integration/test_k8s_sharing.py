@@ -4,15 +4,15 @@ slurmctld, slurmd, the test API server and kubectl: what pods hold is never
 given to a job, jobs land topology-aware, and each job's devices are posted
 as ResourceClaims that go away with the job."""
 import json
-import random
 import re
 
 import pytest
 
 from harness import fixture as fixture_mod
-from harness.alignment import describe, job_allocations
-from harness.jobs import sbatch, show_job, wait_job
-from harness.kube import claim_devices, cpu_ids_by_device, job_claims, kubectl, pod_claims
+from harness import scenarios
+from harness.alignment import describe, job_allocations, running_allocations
+from harness.jobs import sbatch, wait_job
+from harness.kube import claim_devices, cpu_ids_by_device, job_claims, kubectl
 from harness.wait import wait_for
 from conftest import FIXTURES
 
@@ -37,70 +37,12 @@ def no_jobs_left(request):
     wait_for(lambda: not job_claims(cluster), timeout=30, what="job claims to be deleted")
 
 
-def pod_held(cluster) -> dict:
-    """node -> (CPU ids, GPU indices) that pods hold, as Kubernetes says now."""
-    cpu_ids = cpu_ids_by_device(cluster)
-    held = {}
-    for c in pod_claims(cluster):
-        node, cpus, gpus = claim_devices(c, cpu_ids)
-        if node:
-            h = held.setdefault(node, (set(), set()))
-            h[0].update(cpus)
-            h[1].update(gpus)
-    return held
-
-
-def running_allocations(cluster, jobs):
-    out = {}
-    for j in jobs:
-        if show_job(cluster, j).get("JobState") == "RUNNING":
-            out[j] = job_allocations(cluster, j)
-    return out
-
-
 def test_pod_held_cpus_and_gpus_never_go_to_jobs(k8s_cluster):
-    held = pod_held(k8s_cluster)
-    assert held, "the demo fixture has pods holding devices"
-    rng = random.Random(7)
-    jobs = []
-    for _ in range(24):
-        opts = rng.choice([["-c2"], ["-c6"], ["-c4", "--gres=gpu:1"], ["-c8", "--gres=gpu:2"], ["-c12"]])
-        jobs.append(sbatch(k8s_cluster, "-o", "/dev/null", *opts, "--wrap", "sleep 60"))
-    wait_for(lambda: all(show_job(k8s_cluster, j).get("JobState") in ("RUNNING", "PENDING") for j in jobs),
-             timeout=60, what="jobs to be scheduled")
-    wait_for(lambda: len(running_allocations(k8s_cluster, jobs)) >= 12, timeout=60,
-             what="at least 12 jobs running")
-    for job, allocs in running_allocations(k8s_cluster, jobs).items():
-        for a in allocs:
-            cpus, gpus = held.get(a.node, (set(), set()))
-            assert not cpus & set(a.cpu_ids), f"job {job} got pod-held CPUs on {a.node}"
-            assert not gpus & set(a.gpu_idx), f"job {job} got pod-held GPUs on {a.node}"
+    scenarios.pod_held_never_given(k8s_cluster)
 
 
 def test_claims_hold_exactly_the_jobs_devices(k8s_cluster):
-    jobs = [sbatch(k8s_cluster, "-o", "/dev/null", *opts, "--wrap", "sleep 60")
-            for opts in (["-c4"], ["-c8", "--gres=gpu:2"], ["-w", "k8s-n4", "-c6", "--gres=gpu:1"],
-                         ["-N2", "--ntasks-per-node=1", "-c4", "--gres=gpu:1"])]
-    for j in jobs:
-        wait_job(k8s_cluster, j, states={"RUNNING"})
-    cpu_ids = cpu_ids_by_device(k8s_cluster)
-    for j in jobs:
-        allocs = {a.node: a for a in job_allocations(k8s_cluster, j)}
-
-        def claimed():
-            per_node = {}
-            for c in job_claims(k8s_cluster, j):
-                node, cpus, gpus = claim_devices(c, cpu_ids)
-                if node:
-                    p = per_node.setdefault(node, ([], []))
-                    p[0].extend(cpus)
-                    p[1].extend(gpus)
-            return per_node if set(per_node) == set(allocs) else None
-
-        per_node = wait_for(claimed, timeout=30, what=f"claims of job {j}")
-        for node, a in allocs.items():
-            assert sorted(per_node[node][0]) == sorted(a.cpu_ids), f"job {j} CPUs on {node}"
-            assert sorted(per_node[node][1]) == sorted(a.gpu_idx), f"job {j} GPUs on {node}"
+    scenarios.claims_equal_allocations(k8s_cluster)
 
 
 def test_claims_labelled_for_cluster_job_user_node(k8s_cluster):
@@ -195,24 +137,7 @@ def test_pods_taking_and_releasing_devices_during_the_run(k8s_cluster, tmp_path)
 
 
 def test_admin_view_file_shows_free_and_held_devices(k8s_cluster):
-    view_file = k8s_cluster.run_dir / "state" / "k8s_cons_tres_view.json"
-    j = sbatch(k8s_cluster, "-w", "k8s-n1", "-o", "/dev/null", "-c4", "--gres=gpu:1", "--wrap", "sleep 60")
-    wait_job(k8s_cluster, j, states={"RUNNING"})
-
-    def node_view():
-        try:
-            view = json.loads(view_file.read_text())
-        except (OSError, ValueError):
-            return None
-        n1 = next(n for n in view["nodes"] if n["node"] == "k8s-n1")
-        return n1 if any(h.get("slurm_job") == j for h in n1["held"]) else None
-
-    n1 = wait_for(node_view, timeout=30, what="the view file to show the job")
-    assert {"kubernetes_claim": "ml-team/trainer-0-gpu", "cpus": "0-3", "gpus": "0"} in n1["held"]
-    (a,) = job_allocations(k8s_cluster, j)
-    mine = next(h for h in n1["held"] if h.get("slurm_job") == j)
-    assert mine["gpus"] == ",".join(map(str, a.gpu_idx))
-    assert n1["cpus"] == 64 and n1["gpus"] == 8
+    scenarios.admin_view_file(k8s_cluster)
 
 
 def test_claims_go_away_when_the_node_fails(k8s_cluster):

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Every Slurm release the harness knows (harness/slurm_release.py) comes up on
 loopback and runs jobs: its own slurmctld, slurmd and commands, with plain
-select/cons_tres (the plugin loads into 22.05.8 only, so far).
+select/cons_tres (the plugin in those releases: test_releases_plugin.py).
 
 A release without a cached build (build-aux/slurm-release.sh VERSION) is
 skipped, unless K8S_REQUIRE_SLURM_RELEASES=1 (set by run-tests, which builds
