@@ -208,6 +208,7 @@ class Matrix:
         self.submit_errors = 0
         self.excused = set()                # in flight when slurmctld got SIGKILL
         self.reused = set()                 # ids slurmctld gave again after a kill lost their job
+        self.duplicate_drains = []          # (t, node) resumed after a "Duplicate jobid" drain
         self.final_seen = {}                # job -> time first seen in a final state
         self.episodes = []
 
@@ -239,7 +240,27 @@ class Matrix:
                     self.samples["slurm_failed"] += 1
             else:
                 self.on_slurm(now, parse_jobs(res.stdout))
+            self.resume_duplicate_jobid_drains()
             self.stop.wait(max(0.0, t_next - time.monotonic()))
+
+    def resume_duplicate_jobid_drains(self):
+        """A kill -9 that loses slurmctld's latest state makes it give a
+        running job's id to a new job; slurmd refuses that launch and
+        slurmctld drains the node "Duplicate jobid" (Slurm's own doing, not
+        the plugin's). An admin resumes such a node; so does the matrix,
+        and the report counts it with the kill's casualties."""
+        try:
+            res = self.c.run("sinfo", "-N", "-h", "-o", "%N|%T|%E", check=False, timeout=20)
+        except Exception:
+            return
+        for line in res.stdout.splitlines():
+            node, state, reason = (line.split("|", 2) + ["", ""])[:3]
+            if "drain" in state and reason.startswith("Duplicate jobid"):
+                self.c.run("scontrol", "update", f"nodename={node}", "state=resume", check=False, timeout=20)
+                with self.lock:
+                    self.duplicate_drains.append((round(self.now(), 1), node))
+                self.log(f"t={self.now():6.1f}s {node} drained by slurmd for a duplicate job id "
+                         "(an id a kill -9 lost was given again): resumed")
 
     def on_slurm(self, now, jobs):
         bad = []
@@ -542,6 +563,8 @@ def format_report(m, elapsed, jobs_total, final_states, casualties, stale_after)
                  f"sbatch refused while slurmctld was down: {m.submit_errors}")
     for job, what in casualties:
         lines.append(f"  kill -9 casualty: job {job}: {what}")
+    for t, node in m.duplicate_drains:
+        lines.append(f"  kill -9 casualty: {node} drained by slurmd for a duplicate job id at t={t}s, resumed")
     late = late_starts(m, stale_after)
     lines.append(f"jobs started on Kubernetes nodes more than StaleAfter={stale_after}s into an API server "
                  f"outage: {len(late)}" + (f", latest {max(d for _, d, _ in late):.1f}s after it began "

@@ -218,6 +218,7 @@ def test_fault_matrix(cluster_factory, monkeypatch):
            "faults": {k: v["injected"] for k, v in m.table().items()},
            "episodes": m.episodes, "jobs": len(m.submitted) + len(m.lost_ids),
            "job_final_states": states, "in_flight_at_kill9": len(m.excused),
+           "duplicate_jobid_drains": m.duplicate_drains,
            "kill9_casualties": casualties,
            "late_starts_in_outage": fm.late_starts(m, stale_after),
            "claim_latency_after_fault_max": round(max(m.latencies["after_fault"], default=0), 2),
