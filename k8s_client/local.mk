@@ -93,3 +93,10 @@ EXTRA_PROGRAMS += testsuite/bench/bench_feed
 testsuite_bench_bench_feed_SOURCES = testsuite/bench/bench_feed.cc
 testsuite_bench_bench_feed_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
 testsuite_bench_bench_feed_LDADD = libk8sdra_client.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
+
+# Claim and holder pod writes at a job rate through ClaimSync:
+# make testsuite/bench/bench_holders
+EXTRA_PROGRAMS += testsuite/bench/bench_holders
+testsuite_bench_bench_holders_SOURCES = testsuite/bench/bench_holders.cc
+testsuite_bench_bench_holders_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
+testsuite_bench_bench_holders_LDADD = libk8sdra_client.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
