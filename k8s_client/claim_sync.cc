@@ -5,7 +5,6 @@
 #include "k8s_client/job_claims.h"
 
 #include <algorithm>
-
 #include <set>
 
 namespace k8sdra::k8s {
@@ -110,7 +109,7 @@ void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory
     holders_.erase(job.job_id);
     if (!inventory) return;  // reconciliation translates once there is one
     translate(job.job_id, *inventory);
-    resized(job.job_id, before, podsBefore);
+    withdraw(before, podsBefore, intents_[job.job_id], holders_[job.job_id]);
     for (const auto &in : intents_[job.job_id]) {
         log_.debug("job " + std::to_string(job.job_id) + ": claim " + in.ns + "/" + in.name + " on " + in.nodeName +
                    " with " + std::to_string(in.results.size()) + " devices" +
@@ -120,13 +119,14 @@ void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory
     for (const auto &h : holders_[job.job_id]) submit_holder(h);  // after its claims, on the same queue
 }
 
-// What the job had and no longer has goes, pods first; the rest stays as it
-// is (a pod that still matches is not touched).
-void ClaimSync::resized(uint32_t job_id, const std::vector<ClaimIntent> &before,
-                        const std::vector<HolderIntent> &podsBefore) {
+// What a job had and no longer has goes: each pod first, its claims once it
+// is gone; the rest stays as it is (a pod that still matches is not touched).
+// A job that ended keeps nothing.
+void ClaimSync::withdraw(const std::vector<ClaimIntent> &before, const std::vector<HolderIntent> &podsBefore,
+                         const std::vector<ClaimIntent> &after, const std::vector<HolderIntent> &podsAfter) {
     std::set<std::string> claims, pods, held;
-    for (const auto &in : intents_[job_id]) claims.insert(in.name);
-    for (const auto &h : holders_[job_id]) pods.insert(h.name);
+    for (const auto &in : after) claims.insert(in.name);
+    for (const auto &h : podsAfter) pods.insert(h.name);
     for (const auto &h : podsBefore) {
         if (pods.count(h.name)) continue;
         std::vector<std::string> left;
@@ -145,14 +145,7 @@ void ClaimSync::job_ended(uint32_t job_id) {
     incomplete_.erase(job_id);
     auto it = intents_.find(job_id);
     if (it == intents_.end()) return;  // reconciliation deletes whatever is left
-    // Each holder pod goes first; its claims follow once it is gone.
-    std::set<std::string> held;
-    for (const auto &h : holders_[job_id]) {
-        submit_holder_remove(h.name, h.claims);
-        held.insert(h.claims.begin(), h.claims.end());
-    }
-    for (const auto &in : it->second)
-        if (!held.count(in.name)) submit_remove(in.name);
+    withdraw(it->second, holders_[job_id], {}, {});
     intents_.erase(it);
     holders_.erase(job_id);
 }

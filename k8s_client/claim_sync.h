@@ -47,8 +47,9 @@ private:
     void submit_holder(const HolderIntent &pod);                   // mu_ held
     void submit_holder_remove(const std::string &name, const std::vector<std::string> &claims);  // mu_ held
     void reconcile_pods(const Snapshot &snap, Clock::time_point now);  // mu_ held
-    void resized(uint32_t job_id, const std::vector<ClaimIntent> &before,
-                 const std::vector<HolderIntent> &podsBefore);       // mu_ held
+    void withdraw(const std::vector<ClaimIntent> &before, const std::vector<HolderIntent> &podsBefore,
+                  const std::vector<ClaimIntent> &after,
+                  const std::vector<HolderIntent> &podsAfter);      // mu_ held
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
 
     PluginConfig config_;
