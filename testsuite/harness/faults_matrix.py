@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.request
 
-from .kube import CLAIM_LABEL_CLUSTER, CLAIM_LABEL_JOB, claim_devices, faults, reset_faults
+from .kube import CLAIM_LABEL_CLUSTER, CLAIM_LABEL_JOB, claim_devices, cpu_ids_of_slices, faults, reset_faults
 from .alignment import parse_id_list
 
 CLAIM_LABEL_NODE = "k8s-cons-tres.slurm.io/node"
@@ -140,17 +140,7 @@ class ApiReader:
 
     def cpu_ids(self):
         body = self.get("/apis/resource.k8s.io/v1/resourceslices")
-        if body is None:
-            return None
-        out = {}
-        for s in body.get("items", []):
-            if s["spec"]["driver"] != "dra.cpu":
-                continue
-            for dev in s["spec"].get("devices", []):
-                cpu = dev.get("attributes", {}).get("dra.cpu/cpuID")
-                if cpu:
-                    out[(s["spec"]["nodeName"], dev["name"])] = cpu["int"]
-        return out
+        return None if body is None else cpu_ids_of_slices(body.get("items", []))
 
 
 def is_plugin_claim(claim, cluster_name) -> bool:

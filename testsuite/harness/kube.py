@@ -26,10 +26,10 @@ def pod_claims(cluster) -> list:
             if CLAIM_LABEL_JOB not in c["metadata"].get("labels", {})]
 
 
-def cpu_ids_by_device(cluster) -> dict:
-    """(node, device name) -> dra.cpu/cpuID, from the published slices."""
+def cpu_ids_of_slices(slices) -> dict:
+    """(node, device name) -> dra.cpu/cpuID, from ResourceSlice objects."""
     out = {}
-    for s in get_json(cluster, "resourceslices")["items"]:
+    for s in slices:
         if s["spec"]["driver"] != "dra.cpu":
             continue
         for d in s["spec"].get("devices", []):
@@ -37,6 +37,11 @@ def cpu_ids_by_device(cluster) -> dict:
             if cpu:
                 out[(s["spec"]["nodeName"], d["name"])] = cpu["int"]
     return out
+
+
+def cpu_ids_by_device(cluster) -> dict:
+    """(node, device name) -> dra.cpu/cpuID, from the published slices."""
+    return cpu_ids_of_slices(get_json(cluster, "resourceslices")["items"])
 
 
 def claim_devices(claim: dict, cpu_ids: dict) -> tuple:
