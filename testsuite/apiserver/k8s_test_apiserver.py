@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Kubernetes test API server for select/k8s_cons_tres: HTTPS + bearer
 tokens, resource.k8s.io/v1 ResourceSlices, DeviceClasses and ResourceClaims
-(with /status), Pods, list/watch/patch semantics of kube-apiserver, node
-agents standing in for kubelet, and run-time fault injection.  See testsuite/apiserver/README.md."""
+(with /status), Pods, Nodes (registered for every node the slices name, and
+tainted as the node lifecycle controller does), list/watch/patch semantics of
+kube-apiserver, node agents standing in for kubelet, and run-time fault
+injection.  See testsuite/apiserver/README.md."""
 
 import argparse
 import os
@@ -29,7 +31,8 @@ def parse_args(argv):
     p.add_argument("--history", type=int, default=10000,
                    help="watch events kept; older resourceVersions get 410")
     p.add_argument("--synthetic-nodes", type=int, default=0, metavar="N",
-                   help="add N nodes' slices (128-CPU dra.cpu pool + 8 GPUs)")
+                   help="add N nodes' slices (128-CPU dra.cpu pool + 8 GPUs) "
+                   "and their Node objects")
     p.add_argument("--bookmark-interval", type=float, default=5.0,
                    metavar="SECONDS", help="BOOKMARK period on watches")
     p.add_argument("--watch-timeout", type=float, default=1800.0,

@@ -25,10 +25,33 @@ def now_rfc3339():
         "%Y-%m-%dT%H:%M:%SZ")
 
 
+def _keep_meta(meta, old_meta):
+    """What an update cannot change in metadata comes from the old object."""
+    for key in _KEEP_ON_UPDATE:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if "managedFields" not in meta and "managedFields" in old_meta:
+        meta["managedFields"] = old_meta["managedFields"]
+
+
 class Api:
     def __init__(self, store):
         self.store = store
         self.kubelet = None   # the node agents, when they run (app.py)
+        self._controlling = False   # a controller's own writes trigger none
+
+    def _committed(self, rtype, entry):
+        """Under the store lock, after a write: the kind's controller reacts
+        before the request is answered (its writes are their own events)."""
+        if rtype.controller and not self._controlling:
+            self._controlling = True
+            try:
+                rtype.controller(self, rtype, entry)
+            finally:
+                self._controlling = False
+        return entry
 
     # ------------------------------------------------------------ helpers
     def existing(self, rtype, ns, name):
@@ -106,7 +129,8 @@ class Api:
             if dry_run:
                 meta["resourceVersion"] = str(self.store.rv)
                 return obj
-            return self.store.commit(rtype, "ADDED", obj)
+            return self._committed(rtype,
+                                   self.store.commit(rtype, "ADDED", obj))
 
     # ------------------------------------------------------------ update
     def update(self, rtype, ns, name, obj, dry_run=False):
@@ -122,14 +146,7 @@ class Api:
             old = self.existing(rtype, ns, name)
             old_obj = old.obj()
             self._precondition(rtype, name, meta, old)
-            for key in _KEEP_ON_UPDATE:
-                if key in old_obj["metadata"]:
-                    meta[key] = old_obj["metadata"][key]
-                else:
-                    meta.pop(key, None)
-            if "managedFields" not in meta and \
-                    "managedFields" in old_obj["metadata"]:
-                meta["managedFields"] = old_obj["metadata"]["managedFields"]
+            _keep_meta(meta, old_obj["metadata"])
             if rtype.has_status:
                 if "status" in old_obj:
                     obj["status"] = old_obj["status"]
@@ -163,7 +180,8 @@ class Api:
         if obj["metadata"].get("deletionTimestamp") and \
                 not obj["metadata"].get("finalizers"):
             return self.store.commit(rtype, "DELETED", obj, old)
-        return self.store.commit(rtype, "MODIFIED", obj, old)
+        return self._committed(rtype, self.store.commit(rtype, "MODIFIED",
+                                                        obj, old))
 
     # ------------------------------------------------------------ status
     def update_status(self, rtype, ns, name, obj, dry_run=False, authz=None):
@@ -186,8 +204,13 @@ class Api:
                 new.pop("status", None)
             else:
                 new["status"] = obj["status"]
-            causes = rtype.validate_status(old_obj, new) \
-                if rtype.validate_status else []
+            causes = []
+            if rtype.status_keeps_meta:
+                _keep_meta(meta, old_obj["metadata"])
+                new["metadata"] = meta
+                causes += validation.object_meta(meta, rtype.namespaced)
+            if rtype.validate_status:
+                causes += rtype.validate_status(old_obj, new)
             if authz is not None and rtype.status_authz:
                 causes += rtype.status_authz(old_obj, new, authz)
             self._validate(rtype, name, causes)

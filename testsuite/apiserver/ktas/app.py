@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Wires the pieces together: store, API, faults, stats, listeners, run
-directory files (server.json is written last, atomically)."""
+directory files (server.json is written last, atomically), and the start
+content: seeds, synthetic inventory, a Node for every node the slices
+name."""
 
 import json
 import os
@@ -8,12 +10,12 @@ import signal
 import threading
 import time
 
-from . import certs, synthetic
+from . import certs, nodes, synthetic
 from .api import Api
 from .auth import Authenticator, BUILTIN_RULES
 from .control import Control, Stats
 from .faults import Faults
-from .resources import TYPES, NAMESPACES, RESOURCE_SLICES
+from .resources import TYPES, NAMESPACES, NODES, RESOURCE_SLICES
 from .server import ApiServer, ControlServer
 from .status import ApiError
 from .store import Store
@@ -35,6 +37,7 @@ class App:
         self.server = None
         self.control_server = None
         self.agents = None   # ktas/kubelet.py, with --node-agents
+        self.node_seeds = []   # seeded Nodes: registered after the slices
         self.stop_event = threading.Event()
 
     # ------------------------------------------------------------ content
@@ -57,6 +60,9 @@ class App:
             if rtype is NAMESPACES and self.store.get(
                     NAMESPACES, item["metadata"]["name"]):
                 continue
+            if rtype is NODES:
+                self.node_seeds.append(item)
+                continue
             if rtype.namespaced and not self.store.get(NAMESPACES, ns):
                 self.api.create(NAMESPACES, "", {"metadata": {"name": ns}})
             try:
@@ -67,13 +73,41 @@ class App:
                                  f"{item.get('metadata', {}).get('name')}: "
                                  f"{err.message}") from None
 
-    def load_synthetic(self, nodes):
+    def load_synthetic(self, count):
         t0 = time.monotonic()
-        entries = synthetic.generate(nodes, self.store.rv + 1)
+        entries = synthetic.generate(count, self.store.rv + 1)
         self.store.load_bulk(RESOURCE_SLICES, entries)
+        self.store.load_bulk(NODES, synthetic.node_entries(
+            count, self.store.rv + 1, self.store.count(NODES) + 1))
         if self.verbose:
-            print(f"ktas: {len(entries)} synthetic slices in "
-                  f"{time.monotonic() - t0:.2f}s", flush=True)
+            print(f"ktas: {len(entries)} synthetic slices and {count} nodes "
+                  f"in {time.monotonic() - t0:.2f}s", flush=True)
+
+    def register_nodes(self):
+        """kubelet has registered every node the slices name before the
+        server answers: a Node each (Ready, schedulable, the CPUs its dra.cpu
+        slices publish), seeded ones completed (nodes.complete)."""
+        seeded = {(n.get("metadata") or {}).get("name"): n
+                  for n in self.node_seeds}
+        by_node = {name: [] for name in seeded}
+        with self.store.lock:
+            for e in self.store.tables[RESOURCE_SLICES.name].entries.values():
+                name = e.fields.get("spec.nodeName")
+                if name and not self.store.get(NODES, name):
+                    by_node.setdefault(name, []).append(e)
+        index = self.store.count(NODES)
+        for name in sorted(by_node, key=str):
+            index += 1
+            cpu = nodes.cpus_from_slices([e.obj() for e in by_node[name]])
+            try:
+                if name in seeded:
+                    obj = nodes.complete(seeded[name], index, cpu)
+                else:
+                    obj = nodes.register(name, index, cpu=cpu)
+                self.api.create(NODES, "", obj, keep_status=True)
+            except (ApiError, KeyError, TypeError) as err:
+                raise SystemExit(f"cannot register node {name!r}: "
+                                 f"{getattr(err, 'message', err)}") from None
 
     # ------------------------------------------------------------ running
     def run(self):
@@ -93,6 +127,7 @@ class App:
             self.seed_file(path)
         if opts.synthetic_nodes:
             self.load_synthetic(opts.synthetic_nodes)
+        self.register_nodes()
         if getattr(opts, "node_agents", False):
             from .kubelet import NodeAgents
             self.agents = self.api.kubelet = NodeAgents(self)

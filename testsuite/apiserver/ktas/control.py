@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The /_test control API (fault injection, statistics, churn) and the
-request statistics it reports."""
+"""The /_test control API (fault injection, statistics, churn, node agents'
+views, registering nodes and setting their Ready condition) and the request
+statistics it reports."""
 
 import collections
 import json
 import threading
 
+from . import nodes as node_objs
 from . import status as st
 from .auth import BUILTIN_RULES
-from .resources import TYPES
+from .resources import NODES, TYPES
 from .routing import not_found
 from .store import Entry, dumps
 
@@ -16,7 +18,7 @@ from .store import Entry, dumps
 def touched(old, rv):
     """`old` with a new RV and a changed annotation.  Synthetic slices are
     (head, shared devices, tail): only the small head is re-encoded."""
-    split = len(old.parts) == 3
+    split = len(old.parts) == 3 and old.parts[0].endswith(b'"devices":')
     head = json.loads(old.parts[0] + b"[]" + old.parts[2] if split
                       else old.raw())
     meta = head["metadata"]
@@ -91,6 +93,8 @@ class Control:
             return h.send_json(200, self.churn(self._obj(body)))
         if method == "GET" and path.startswith("/_test/nodes"):
             return h.send_json(200, self.nodes(path))
+        if method == "POST" and path.startswith("/_test/nodes/"):
+            return h.send_json(*self.node_write(path, self._obj(body)))
         raise not_found()
 
     def _obj(self, body):
@@ -153,6 +157,36 @@ class Control:
             raise st.ApiError(404, "NotFound", why,
                               {"name": parts[0], "kind": "nodes"})
         return view
+
+    def node_write(self, path, req):
+        """POST /_test/nodes/NODE/register {cpu, memory, pods, labels,
+        ready, unschedulable}: kubelet registers NODE (201, the Node);
+        POST /_test/nodes/NODE/ready {"status": "True"|"False"|"Unknown",
+        reason, message}: kubelet (or, for Unknown, the node lifecycle
+        controller) writes its Ready condition (200, the Node after the
+        controller's taints)."""
+        parts = path.split("/")[3:]
+        if len(parts) != 2 or parts[1] not in ("register", "ready"):
+            raise not_found()
+        name, api, store = parts[0], self.app.api, self.app.store
+        if parts[1] == "register":
+            obj = node_objs.register(
+                name, store.count(NODES) + 1, cpu=req.get("cpu"),
+                memory=req.get("memory"), pods=req.get("pods"),
+                labels=req.get("labels"), ready=req.get("ready", True),
+                unschedulable=bool(req.get("unschedulable")))
+            api.create(NODES, "", obj, keep_status=True)
+            return 201, api.existing(NODES, "", name).obj()
+        cstatus = req.get("status")
+        if cstatus not in ("True", "False", "Unknown"):
+            raise st.bad_request('status must be "True", "False" or '
+                                 '"Unknown"')
+        with store.lock:
+            node = api.existing(NODES, "", name).obj()
+            node["status"] = node_objs.with_ready(
+                node, cstatus, req.get("reason"), req.get("message"))
+            api.update_status(NODES, "", name, node)
+            return 200, api.existing(NODES, "", name).obj()
 
     def info(self):
         store = self.app.store

@@ -22,9 +22,9 @@ import threading
 import time
 import traceback
 
-from . import drivers
+from . import drivers, nodes
 from .api import now_rfc3339
-from .resources import EVENTS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from .resources import EVENTS, NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from .status import ApiError
 from .store import object_key
 
@@ -156,8 +156,10 @@ class NodeAgents:
                 by_node.setdefault(spec["nodeName"], []).append((e, s))
             for node in sorted(by_node):
                 if node not in self.agents:
-                    self.agents[node] = NodeAgent(self, node,
-                                                  len(self.agents) + 1)
+                    entry = self.store.get(NODES, node)
+                    self.agents[node] = NodeAgent(
+                        self, node, len(self.agents) + 1,
+                        entry.obj() if entry else None)
             waiting = set()
             for node, agent in self.agents.items():
                 agent.reconcile(self._inventory(node, by_node.get(node, [])),
@@ -191,10 +193,17 @@ class NodeAgents:
 class NodeAgent:
     """One node's kubelet (DRA manager, pod status) and drivers."""
 
-    def __init__(self, mgr, node, index):
+    def __init__(self, mgr, node, index, node_obj=None):
+        """node_obj: the Node, if registered: its InternalIP and podCIDR
+        are the agent's host and pod addresses."""
         self.mgr, self.api, self.node = mgr, mgr.api, node
-        self.host_ip = f"172.{18 + index // 250}.0.{index % 250 + 1}"
-        self.subnet = f"10.{1 + index // 256}.{index % 256}."
+        node_obj = node_obj or {}
+        self.host_ip = nodes.address(node_obj, "InternalIP", None) or \
+            nodes.host_ip(index)
+        cidr = (node_obj.get("spec") or {}).get("podCIDR") or ""
+        if not (cidr.count(".") == 3 and cidr.endswith(".0/24")):
+            cidr = nodes.pod_cidr(index)
+        self.subnet = cidr[:-len("0/24")]
         self.inv = drivers.Inventory([])
         self.prepared = {}   # claim uid -> drivers.Prepared
         self.pods = {}       # pod uid -> PodState

@@ -4,7 +4,9 @@ strategic merge patch with the patch strategies the served types declare
 (status.reservedFor and metadata.ownerReferences merge by uid,
 metadata.finalizers merges as a set, a pod's containers, resourceClaims and
 volumes merge by name, its status.conditions by type and podIPs/hostIPs by
-ip; every other list is replaced)."""
+ip; a node's status.conditions and status.addresses merge by type and its
+spec.podCIDRs as a set; every other list, spec.taints included, is
+replaced)."""
 
 import copy
 import json
@@ -56,7 +58,9 @@ MERGE_LISTS = {("status", "reservedFor"): "uid",
                ("status", "conditions"): "type",
                ("status", "podIPs"): "ip",
                ("status", "hostIPs"): "ip",
-               ("status", "resourceClaimStatuses"): "name"}
+               ("status", "resourceClaimStatuses"): "name",
+               ("status", "addresses"): "type",   # a Node's
+               ("spec", "podCIDRs"): None}
 
 
 def _strip_directives(patch):

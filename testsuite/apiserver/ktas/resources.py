@@ -5,7 +5,7 @@ validation hooks and the discovery entries derived from them."""
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import pods, validation
+from . import nodes, pods, validation
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch",
              "update", "watch"]
@@ -21,6 +21,7 @@ class ResourceType:
     namespaced: bool
     has_status: bool = False
     fields: tuple = ()   # selectable fields beyond metadata.name/namespace
+    field_defaults: tuple = ()   # (field, value when unset), e.g. a bool's
     validate_create: Optional[Callable] = None
     validate_update: Optional[Callable] = None
     validate_status: Optional[Callable] = None
@@ -31,6 +32,11 @@ class ResourceType:
     initial_status: Optional[Callable] = None  # (obj) -> status on create
     grace_period: Optional[Callable] = None    # (api, obj, options) -> s|None
     status_authz: Optional[Callable] = None    # (old, new, authz) -> causes
+    # (api, rtype, entry) after each write: what a controller does next
+    controller: Optional[Callable] = None
+    # /status writes keep the request's metadata: Nodes' do, as their
+    # strategy resets only the spec (the others' ResetObjectMetaForStatus)
+    status_keeps_meta: bool = False
 
     @property
     def api_version(self):
@@ -48,11 +54,14 @@ class ResourceType:
         meta = obj.get("metadata") or {}
         out = {"metadata.name": meta.get("name", ""),
                "metadata.namespace": meta.get("namespace", "")}
+        defaults = dict(self.field_defaults)
         for path in self.fields:
             cur = obj
             for part in path.split("."):
                 cur = cur.get(part) if isinstance(cur, dict) else None
-            out[path] = "" if cur is None else str(cur)
+            if isinstance(cur, bool):   # as Go's fmt.Sprint prints it
+                cur = "true" if cur else "false"
+            out[path] = defaults.get(path, "") if cur is None else str(cur)
         return out
 
 
@@ -78,6 +87,18 @@ RESOURCE_CLAIMS = ResourceType(
 NAMESPACES = ResourceType(
     "namespaces", "namespace", "Namespace", "", "v1", False,
     has_status=True, short_names=("ns",))
+
+# The cluster's nodes (the plugin's EXTERNAL nodes): kubelet registers them
+# (app.py does, for every node the slices name), the node lifecycle
+# controller taints them (nodes.lifecycle).
+NODES = ResourceType(
+    "nodes", "node", "Node", "", "v1", False, has_status=True,
+    fields=("spec.unschedulable",),
+    field_defaults=(("spec.unschedulable", "false"),),
+    validate_create=nodes.validate, validate_update=nodes.validate_update,
+    validate_status=nodes.validate_status, short_names=("no",),
+    initial_status=nodes.initial_status, controller=nodes.lifecycle,
+    status_keeps_meta=True)
 
 # What the plugin's Kubernetes manifests (etc/kubernetes) hold besides
 # DeviceClasses and Namespaces: accepted, validated and stored; the RBAC kinds
@@ -138,7 +159,7 @@ EVENTS = ResourceType(
             "type"), short_names=("ev",))
 
 TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
-         SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
+         NODES, SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
          CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES, PODS, EVENTS]
 # Insertion order: resource.k8s.io is the first group in discovery.
 BY_GROUP_VERSION = {}

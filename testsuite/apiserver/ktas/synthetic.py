@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """--synthetic-nodes N: a large inventory generated straight into bytes.
 Each node gets a dra.cpu individual-mode pool (one slice of 128 CPUs:
-2 sockets x 32 cores x 2 threads, SMT siblings numbered consecutively) and a
-gpu.nvidia.com slice with 8 GPUs.  All CPU slices share one serialized
-device array, so 15,000 nodes cost little memory."""
+2 sockets x 32 cores x 2 threads, SMT siblings numbered consecutively), a
+gpu.nvidia.com slice with 8 GPUs and its Node object.  All CPU slices share
+one serialized device array, so 15,000 nodes cost little memory."""
 
 import uuid
 
+from . import nodes
 from .api import now_rfc3339
+from .resources import NODES
 from .store import Entry, dumps
 
 SOCKETS, CORES, THREADS = 2, 32, 2
@@ -101,3 +103,27 @@ def _entry(name, rv, parts, driver, node, obj):
                   "spec.driver": driver, "spec.nodeName": node},
                  obj["metadata"]["uid"])
 
+
+def node_entries(n_nodes, first_rv, first_index=1):
+    """The Node of each synthetic node, as kubelet registers it (128 CPUs),
+    RVs from first_rv up.  Their capacity, allocatable and conditions are
+    alike: one shared byte segment, spliced into each status."""
+    created = now_rfc3339()
+    alike = ("capacity", "allocatable", "conditions")
+    shared = None
+    out = []
+    for i in range(n_nodes):
+        name = f"node{i:05d}"
+        obj = nodes.register(name, first_index + i,
+                             cpu=SOCKETS * CORES * THREADS)
+        obj["metadata"].update(_meta(name, first_rv + i, created, i, 3))
+        status = obj.pop("status")
+        if shared is None:
+            shared = dumps({k: status[k] for k in alike})[1:-1] + b","
+        rest = dumps({k: v for k, v in status.items() if k not in alike})
+        parts = (dumps(obj)[:-1] + b',"status":{', shared, rest[1:] + b"}")
+        obj["status"] = status
+        out.append(Entry(name, name, "", first_rv + i, parts,
+                         obj["metadata"]["labels"], NODES.field_values(obj),
+                         obj["metadata"]["uid"]))
+    return out

@@ -4,6 +4,8 @@ columns kube-apiserver's printers use for these types."""
 
 import datetime
 
+from . import nodes
+
 _NAME = {"name": "Name", "type": "string", "format": "name",
          "description": "Name must be unique within a namespace.",
          "priority": 0}
@@ -98,6 +100,13 @@ def _columns(rtype):
     if rtype.name == "events":
         return [_col("Last Seen"), _col("Type"), _col("Reason"),
                 _col("Object"), _col("Message")]
+    if rtype.name == "nodes":
+        return [_NAME, _col("Status"), _col("Roles"), _AGE, _col("Version"),
+                _col("Internal-IP", priority=1),
+                _col("External-IP", priority=1),
+                _col("OS-Image", priority=1),
+                _col("Kernel-Version", priority=1),
+                _col("Container-Runtime", priority=1)]
     return [_NAME, _AGE]
 
 
@@ -127,6 +136,15 @@ def _cells(rtype, obj):
                 obj.get("type", ""), obj.get("reason", ""),
                 f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}",
                 obj.get("message", "")]
+    if rtype.name == "nodes":
+        info = (obj.get("status") or {}).get("nodeInfo") or {}
+        return [meta["name"], nodes.print_status(obj), nodes.roles(obj), age,
+                info.get("kubeletVersion", ""),
+                nodes.address(obj, "InternalIP"),
+                nodes.address(obj, "ExternalIP"),
+                info.get("osImage") or "<unknown>",
+                info.get("kernelVersion") or "<unknown>",
+                info.get("containerRuntimeVersion") or "<unknown>"]
     return [meta["name"], age]
 
 
