@@ -29,6 +29,8 @@ struct ClaimOp {
     uint64_t id = 0;
     ClaimIntent intent;  // for Remove and the pod kinds only ns/name are used
     HolderIntent pod;    // PodApply: the pod; PodRemove: its claims, deleted once it is gone
+    std::string uid;     // Remove, PodRemove: exactly this object (reconciliation saw it), or
+                         // "" for the one the writer wrote last or, failing that, finds
     std::chrono::steady_clock::time_point queued;
     int attempts = 0;    // requests made for it so far
     Backoff backoff;     // its own: one claim's failures do not slow another's

@@ -49,8 +49,8 @@ void ClaimSync::submit_apply(const ClaimIntent &intent) {
     submitted_[intent.name] = Clock::now();
 }
 
-void ClaimSync::submit_remove(const std::string &name) {
-    if (!writer_.remove(config_.claim_namespace, name)) {
+void ClaimSync::submit_remove(const std::string &name, const std::string &uid) {
+    if (!writer_.remove(config_.claim_namespace, name, uid)) {
         log_.error("claim queue full: " + config_.claim_namespace + "/" + name +
                    " will be deleted by reconciliation");
         return;
@@ -66,8 +66,9 @@ void ClaimSync::submit_holder(const HolderIntent &pod) {
     submitted_[podKey(pod.name)] = Clock::now();
 }
 
-void ClaimSync::submit_holder_remove(const std::string &name, const std::vector<std::string> &claims) {
-    if (!writer_.removeHolder(config_.claim_namespace, name, claims)) {
+void ClaimSync::submit_holder_remove(const std::string &name, const std::vector<std::string> &claims,
+                                     const std::string &uid) {
+    if (!writer_.removeHolder(config_.claim_namespace, name, claims, uid)) {
         log_.error("claim queue full: holder pod " + config_.claim_namespace + "/" + name +
                    " will be deleted by reconciliation");
         return;
@@ -222,10 +223,10 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
             return;  // its pod is deleted first (reconcile_pods), then it
         } else if (!running) {
             log_.info("deleting claim " + c.ns + "/" + c.name + ": its job is no longer running");
-            submit_remove(c.name);
+            submit_remove(c.name, c.uid);
         } else if (want != desired.end() && !allocationMatches(c, *want->second)) {
             log_.error("claim " + c.ns + "/" + c.name + " does not hold its job's devices; recreating it");
-            submit_remove(c.name);
+            submit_remove(c.name, c.uid);
         }
     });
     for (const auto &[name, intent] : desired) {
@@ -257,7 +258,7 @@ void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
         auto want = desired.find(p.name);
         if (!onNode) {
             log_.info("deleting holder pod " + p.ns + "/" + p.name + ": its job no longer runs on " + p.nodeName);
-            submit_holder_remove(p.name, p.claims);
+            submit_holder_remove(p.name, p.claims, p.uid);
         } else if (want != desired.end() && !holderMatches(p, *want->second)) {
             log_.info("holder pod " + p.ns + "/" + p.name + " is not as its job needs (" +
                       (p.phase.empty() ? "no phase" : p.phase) + "); writing it again");

@@ -43,9 +43,11 @@ private:
     using Clock = std::chrono::steady_clock;
     void translate(uint32_t job_id, const Inventory &inventory);  // mu_ held
     void submit_apply(const ClaimIntent &intent);                  // mu_ held
-    void submit_remove(const std::string &name);                   // mu_ held
+    // uid: exactly the object reconciliation saw; "" for the one written.
+    void submit_remove(const std::string &name, const std::string &uid = "");  // mu_ held
     void submit_holder(const HolderIntent &pod);                   // mu_ held
-    void submit_holder_remove(const std::string &name, const std::vector<std::string> &claims);  // mu_ held
+    void submit_holder_remove(const std::string &name, const std::vector<std::string> &claims,
+                              const std::string &uid = "");  // mu_ held
     void reconcile_pods(const Snapshot &snap, Clock::time_point now);  // mu_ held
     void withdraw(const std::vector<ClaimIntent> &before, const std::vector<HolderIntent> &podsBefore,
                   const std::vector<ClaimIntent> &after,

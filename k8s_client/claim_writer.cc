@@ -16,6 +16,12 @@ std::string item(const std::string &ns, const std::string &name) {
 std::string statusOf(const HttpResponse &r) {
     return r.status ? parseApiStatus(r.status, r.body).summary() : r.error;
 }
+std::string uidIn(const std::string &body) {
+    rapidjson::Document doc;
+    json::parse(doc, body);
+    auto meta = doc.IsObject() ? doc.FindMember("metadata") : doc.MemberEnd();
+    return doc.IsObject() && meta != doc.MemberEnd() ? json::getString(meta->value, "uid") : "";
+}
 
 }  // namespace
 
@@ -69,11 +75,12 @@ uint64_t ClaimWriter::apply(ClaimIntent intent) {
     return enqueue(std::move(op));
 }
 
-uint64_t ClaimWriter::remove(const std::string &ns, const std::string &name) {
+uint64_t ClaimWriter::remove(const std::string &ns, const std::string &name, std::string uid) {
     Op op;
     op.kind = ClaimOpKind::Remove;
     op.intent.ns = ns;
     op.intent.name = name;
+    op.uid = std::move(uid);
     return enqueue(std::move(op));
 }
 
@@ -95,9 +102,10 @@ uint64_t ClaimWriter::applyHolder(HolderIntent pod) {
 }
 
 uint64_t ClaimWriter::removeHolder(const std::string &ns, const std::string &name,
-                                   std::vector<std::string> claims) {
+                                   std::vector<std::string> claims, std::string uid) {
     Op op;
     op.kind = ClaimOpKind::PodRemove;
+    op.uid = std::move(uid);
     op.intent.ns = op.pod.ns = ns;
     op.intent.name = op.pod.name = name;
     op.pod.claims = std::move(claims);
@@ -297,6 +305,7 @@ bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool 
     }
     exists = true;
     rv = h.resourceVersion;
+    remember(in.ns + "/" + in.name, h.uid);  // the Apply op's key
     return true;
 }
 
@@ -311,7 +320,9 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
         if (!exists) {
             HttpResponse r = c.request("POST", collection(in.ns), encodeClaimCreate(in));
             if (r.ok()) {
-                rv = parseClaimHolding(r.body).resourceVersion;
+                ClaimHolding made = parseClaimHolding(r.body);
+                rv = made.resourceVersion;
+                remember(op.key(), made.uid);
                 exists = true;
             } else if (r.status == 409) {
                 if (++conflicts > opts_.maxConflicts) {
@@ -361,15 +372,69 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
     return std::nullopt;
 }
 
-ClaimWriter::Retry ClaimWriter::doRemove(Client &c, Op &op, ClaimOpResult &res) {
-    ++op.attempts;
-    HttpResponse r = c.request("DELETE", item(op.intent.ns, op.intent.name));
-    if (r.ok() || r.status == 404) {
-        res.ok = true;
-        res.error.clear();
+void ClaimWriter::remember(const std::string &key, const std::string &uid) {
+    if (uid.empty()) return;
+    if (uids_.size() >= kMaxUids) uids_.clear();  // bounded: removals then GET first
+    uids_[key] = uid;
+}
+
+// op.uid when given: that object or nothing (a newer one of the name is not
+// what was asked to go). Otherwise the one last written, and on a mismatch
+// whatever a GET finds under the name. Every DELETE names its UID, so a
+// decision made about one object never deletes another.
+ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &res,
+                                              const std::string &path, int grace, bool &gone,
+                                              std::string &deleted) {
+    gone = false;
+    deleted.clear();
+    std::string uid = op.uid;
+    if (auto it = uids_.find(op.key()); uid.empty() && it != uids_.end()) uid = it->second;
+    for (int conflicts = 0; !stop_->stopped() && !gone;) {
+        ++op.attempts;
+        if (uid.empty()) {
+            HttpResponse g = c.get(path);
+            if (g.status == 404) {
+                gone = true;
+                break;
+            }
+            if (!g.ok()) return retryable(g, op, res, "get before delete");
+            uid = uidIn(g.body);
+            if (uid.empty()) {
+                res.error = "the object has no uid";
+                return std::nullopt;
+            }
+        }
+        HttpResponse d = c.request("DELETE", path, encodeDeleteOptions(uid, grace));
+        if (d.ok()) {
+            deleted = uid;
+            gone = true;
+        } else if (d.status == 404 || (d.status == 409 && !op.uid.empty())) {
+            gone = true;  // that object is gone; another of the name is left alone
+        } else if (d.status == 409 && ++conflicts <= opts_.maxConflicts) {
+            std::lock_guard<std::mutex> lk(mu_);
+            ++stats_.conflicts;
+            uid.clear();  // written again since: delete what is there now
+        } else {
+            return retryable(d, op, res, "delete");
+        }
+    }
+    if (!gone) {
+        res.error = "writer stopped";
         return std::nullopt;
     }
-    return retryable(r, op, res, "delete");
+    uids_.erase(op.key());
+    return std::nullopt;
+}
+
+ClaimWriter::Retry ClaimWriter::doRemove(Client &c, Op &op, ClaimOpResult &res) {
+    bool gone = false;
+    std::string deleted;
+    Retry again = deleteExactly(c, op, res, item(op.intent.ns, op.intent.name), -1, gone, deleted);
+    if (gone) {
+        res.ok = true;
+        res.error.clear();
+    }
+    return again;
 }
 
 }  // namespace k8sdra::k8s

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <functional>
 #include <optional>
+#include <unordered_map>
 #include <thread>
 
 namespace k8sdra::k8s {
@@ -62,12 +63,16 @@ public:
     // the same claim before it was sent reports no result of its own: the
     // later one's result settles the claim.
     uint64_t apply(ClaimIntent intent);
-    uint64_t remove(const std::string &ns, const std::string &name);
+    // Removals delete exactly one object, by UID precondition: `uid` when
+    // given (a newer object of that name is left alone), else the one this
+    // writer wrote last, else the one a GET finds.
+    uint64_t remove(const std::string &ns, const std::string &name, std::string uid = "");
     // Holder pods: create the pod (replacing one of ours that differs) and
     // reserve each of its claims for it, once the claims are written; or
     // delete the pod (grace period 0) and, once it is gone, the claims.
     uint64_t applyHolder(HolderIntent pod);
-    uint64_t removeHolder(const std::string &ns, const std::string &name, std::vector<std::string> claims);
+    uint64_t removeHolder(const std::string &ns, const std::string &name, std::vector<std::string> claims,
+                          std::string uid = "");
 
     void onResult(ResultFn fn);  // set before start(); called on the writer thread
                                  // (by stop() for a writer never started)
@@ -101,6 +106,12 @@ private:
     bool adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done, bool &exists,
                ClaimOpResult &res);
     void finish(const Op &op, ClaimOpResult &res);
+    // Deletes exactly one object by UID precondition (see remove()). gone:
+    // nothing of it is left to delete, deleted: the UID it deleted ("" if
+    // none). Otherwise res says why, or the answer is a retry.
+    Retry deleteExactly(Client &c, Op &op, ClaimOpResult &res, const std::string &path, int grace,
+                        bool &gone, std::string &deleted);
+    void remember(const std::string &key, const std::string &uid);  // writer thread only
     void failQueued();
 
     std::shared_ptr<const Config> cfg_;
@@ -116,6 +127,8 @@ private:
     ResultFn onResult_;
     bool enabled_ = true;
     std::thread thread_;
+    std::unordered_map<std::string, std::string> uids_;  // op key -> UID written
+    static constexpr size_t kMaxUids = 1 << 20;           // beyond it, removals GET first
 };
 
 }  // namespace k8sdra::k8s

@@ -69,6 +69,7 @@ ClaimWriter::Retry ClaimWriter::doPodApply(Client &c, Op &op, ClaimOpResult &res
         if (!r.ok()) return retryable(r, op, res, "create pod");
         uid = parsePod(r.body).uid;
     }
+    remember(op.key(), uid);
     return reserveClaims(c, op, res, uid);
 }
 
@@ -125,16 +126,21 @@ ClaimWriter::Retry ClaimWriter::reserveClaims(Client &c, Op &op, ClaimOpResult &
 // The pod goes first, at once; its claims only once it is gone, so kubelet
 // never sees a running pod lose its claims.
 ClaimWriter::Retry ClaimWriter::doPodRemove(Client &c, Op &op, ClaimOpResult &res) {
-    ++op.attempts;
     const std::string path = pod(op.pod.ns, op.pod.name);
-    HttpResponse d = c.request("DELETE", path, encodeDeleteOptions("", 0));
-    if (!d.ok() && d.status != 404) return retryable(d, op, res, "delete pod");
-    if (d.status != 404) {
+    bool gone = false;
+    std::string deleted;
+    if (Retry again = deleteExactly(c, op, res, path, 0, gone, deleted); again || !gone) return again;
+    if (!deleted.empty()) {
         HttpResponse g = c.get(path);
-        if (g.ok()) {  // still terminating (a finalizer): look again later
+        if (g.ok() && parsePod(g.body).uid == deleted) {  // a finalizer: look again later
             res.error = "pod still terminating";
             if (op.attempts >= opts_.maxAttempts) return std::nullopt;
             return op.backoff.next(Backoff::Clock::now());
+        }
+        if (g.ok()) {  // another pod of the name, written since: its claims stay
+            res.ok = true;
+            res.error.clear();
+            return std::nullopt;
         }
         if (g.status != 404) return retryable(g, op, res, "get pod");
     }

@@ -103,7 +103,8 @@ void append(Headers &h, const std::string &line) {
 }
 
 void setBody(CURL *e, const std::string &method, const std::string *body) {
-    if (body && (method == "POST" || method == "PUT" || method == "PATCH")) {
+    // A DELETE's body is its DeleteOptions (UID precondition, grace period).
+    if (body && (method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE")) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, body->data());
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body->size()));
     }
@@ -221,7 +222,8 @@ void Client::setupTls() {
 
 HttpResponse Client::request(const std::string &method, const std::string &path,
                              const std::string &body) {
-    return perform(method, path, body.empty() && method == "GET" ? nullptr : &body, nullptr);
+    const bool none = body.empty() && (method == "GET" || method == "DELETE");
+    return perform(method, path, none ? nullptr : &body, nullptr);
 }
 
 HttpResponse Client::stream(const std::string &path, ChunkFn onChunk, OpenFn onOpen) {

@@ -62,7 +62,7 @@ Args parse(int argc, char **argv) {
         if (k.rfind("--", 0) != 0)
             throw std::runtime_error("unexpected argument " + k);
         k = k.substr(2);
-        bool isFlag = k == "delete" || k == "grouped" || k == "foreign-labels";
+        bool isFlag = k == "delete" || k == "grouped" || k == "foreign-labels" || k == "remove-only";
         a.kv[k] = isFlag ? "1" : (i + 1 < argc ? argv[++i] : "");
     }
     return a;
@@ -263,9 +263,16 @@ int runWrite(const Args &a) {
     long count = a.num("count", 1);
     uint64_t job = uint64_t(a.num("job", 1000));
     size_t expected = 0;
-    for (long i = 0; i < count; ++i)
+    // --remove-only [--uid U]: delete without writing first, exactly the
+    // object with that UID when one is given.
+    for (long i = 0; i < count && !a.flag("remove-only"); ++i)
         expected += writer.apply(makeIntent(a, job + uint64_t(i))) != 0;
-    if (a.flag("delete")) {
+    if (a.flag("remove-only")) {
+        for (long i = 0; i < count; ++i) {
+            ClaimIntent in = makeIntent(a, job + uint64_t(i));
+            expected += writer.remove(in.ns, in.name, a.get("uid", "")) != 0;
+        }
+    } else if (a.flag("delete")) {
         {
             std::unique_lock<std::mutex> lk(mu);
             cv.wait(lk, [&] { return done >= expected; });

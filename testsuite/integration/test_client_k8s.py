@@ -382,6 +382,28 @@ def test_writer_grouped_mode_writes_the_cpuset(server):
         "dra.cpu/cpu": "4"}
 
 
+def test_writer_deletes_exactly_the_object_it_was_told(server):
+    # Reconciliation decides about one object (by its UID); by the time the
+    # DELETE goes out, another of that name may stand there. That one stays.
+    assert run_writer(server, "--job", "60")[0] == 0
+    path = CLAIMS + "/slurm-probe-60-node1-0"
+    old = server.request("GET", path)[2]
+    assert server.request("DELETE", path)[0] == 200
+    again = {k: v for k, v in old.items() if k != "status"}
+    again["metadata"] = {k: v for k, v in old["metadata"].items()
+                         if k in ("name", "namespace", "labels")}
+    status, _, new = server.request("POST", CLAIMS, again)
+    assert status == 201 and new["metadata"]["uid"] != old["metadata"]["uid"]
+    code, lines = run_writer(server, "--job", "60", "--remove-only",
+                             "--uid", old["metadata"]["uid"])
+    assert code == 0 and results(lines, "remove")[0]["ok"], lines
+    assert server.request("GET", path)[2]["metadata"]["uid"] == new["metadata"]["uid"]
+    # Without a UID the writer deletes what it finds, still by its UID.
+    code, lines = run_writer(server, "--job", "60", "--remove-only")
+    assert code == 0 and results(lines, "remove")[0]["ok"], lines
+    assert server.request("GET", path)[0] == 404
+
+
 def test_writer_is_idempotent_and_refuses_foreign_claims(server):
     assert run_writer(server, "--job", "8")[0] == 0
     code, lines = run_writer(server, "--job", "8")       # AlreadyExists, same allocation
