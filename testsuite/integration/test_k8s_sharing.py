@@ -243,3 +243,37 @@ def test_a_tenant_claim_with_the_plugins_labels_frees_nothing(k8s_cluster, tmp_p
         kubectl(k8s_cluster, "delete", "resourceclaim", "spoof", "-n", "ml-team", check=False)
     wait_for(lambda: "IDX:2-3" not in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
              timeout=30, what="the spoofed claim's GPUs to return to Slurm")
+
+
+
+def test_pod_gpus_stay_out_until_slurm_can_mark_them(cluster_factory):
+    """After a slurmctld restart, a node's GPUs cannot be held by index
+    until its slurmd registers: the GPU a pod holds there (gpu-0 on k8s-n1)
+    is kept out by keeping every GPU job off the node, and the log says so
+    at error level. Once slurmd registers, the pod's GPU is held by index
+    and the others go to jobs."""
+    import os
+    import signal
+    node = "k8s-n1"
+    c = cluster_factory()
+    wait_for(lambda: "IDX:0" in c.run("scontrol", "-d", "show", "node", node).stdout,
+             timeout=30, what="the pod's GPU to be held")
+    slurmd = c._pids()[f"slurmd.{node}"]
+    os.kill(slurmd, signal.SIGTERM)
+    wait_for(lambda: not c._alive_ours(slurmd), timeout=30, what=f"slurmd of {node} to exit")
+    c.stop_slurmctld()
+    log = c.run_dir / "log" / "slurmctld.log"
+    seen = len(log.read_text())
+    c.start_slurmctld()
+    wait_for(lambda: "cannot be marked by index" in log.read_text()[seen:], timeout=30,
+             what=f"the error that {node}'s pod GPUs cannot be marked yet")
+    line = next(l for l in log.read_text()[seen:].splitlines() if "cannot be marked by index" in l)
+    assert "error:" in line and node in line, line
+    c.start_slurmd(node)
+    wait_for(lambda: "marked now" in log.read_text()[seen:], timeout=60,
+             what=f"{node}'s pod GPUs to be marked once slurmd registered")
+    c.wait_nodes_idle([node])
+    j = sbatch(c, "-w", node, "-o", "/dev/null", "-c1", "--gres=gpu:7", "--wrap", "sleep 60")
+    wait_job(c, j, states={"RUNNING"})
+    (a,) = running_allocations(c, [j])[j]
+    assert 0 not in a.gpu_idx and len(a.gpu_idx) == 7, a
