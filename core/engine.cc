@@ -360,4 +360,53 @@ void Engine::jobs_known(std::vector<JobAlloc> running) {
     if (auto s = sink()) s->jobs_known(running, current());
 }
 
+void Engine::publish_kube_nodes(std::map<std::string, KubeNodeState> nodes, bool synced) {
+    auto next = std::make_shared<const std::map<std::string, KubeNodeState>>(std::move(nodes));
+    std::lock_guard lock(kube_mu_);
+    kube_nodes_ = std::move(next);
+    kube_synced_ = kube_synced_ || synced;
+}
+
+std::vector<ExtAction> Engine::external_plan(const std::vector<SlurmNodeState> &have, size_t max_actions,
+                                             bool with_gres_conf, std::vector<std::string> *notes,
+                                             std::string *why) const {
+    if (!config_ || !config_->node_discovery) return {};
+    std::shared_ptr<const std::map<std::string, KubeNodeState>> kube;
+    {
+        std::lock_guard lock(kube_mu_);
+        if (kube_synced_) kube = kube_nodes_;
+    }
+    if (!kube) {
+        if (why) *why = "Node objects not listed yet";
+        return {};
+    }
+    const auto now = now_();
+    if (!fresh(now)) {
+        if (why) *why = staleness_reason(now);
+        return {};
+    }
+    const auto inventory = current();
+    std::map<std::string, ExternalNodeSpec> specs;
+    std::map<std::string, std::string> unfit;
+    for (const auto &[name, k] : *kube) {
+        const NodeEntry *e = inventory ? inventory->node(name) : nullptr;
+        if (!e) continue;  // no slices (yet): nothing to describe
+        std::string w = e->invalid;
+        if (w.empty()) {
+            if (auto s = external_spec(e->topology, k, config_->node_features, &w)) specs.emplace(name, std::move(*s));
+        }
+        if (!w.empty()) unfit[name] = std::move(w);
+    }
+    {
+        std::lock_guard lock(kube_mu_);
+        for (const auto &[name, w] : unfit) {
+            auto [it, added] = spec_notes_.try_emplace(name, w);
+            if ((added || it->second != w) && notes) notes->push_back(name + ": " + w);
+            it->second = w;
+        }
+        std::erase_if(spec_notes_, [&](const auto &p) { return !unfit.count(p.first); });
+    }
+    return plan_external_nodes(*kube, specs, have, max_actions, with_gres_conf);
+}
+
 }  // namespace k8sdra

@@ -5,6 +5,7 @@
 // snapshot pointer under a short mutex and work on that.
 #pragma once
 
+#include "core/external_nodes.h"
 #include "core/inventory.h"
 #include "core/placement.h"
 #include "core/placement_cache.h"
@@ -122,6 +123,18 @@ public:
     // slurmctld relinquished control (see ClaimSink::standby).
     void standby();
 
+    // Node discovery. Client thread: the Kubernetes nodes that match
+    // NodeSelector (synced: listed at least once).
+    void publish_kube_nodes(std::map<std::string, KubeNodeState> nodes, bool synced);
+    // What to do about slurmctld's nodes now (plan_external_nodes), from
+    // the current view; nothing while Node objects are not listed yet or the
+    // view is stale (*why says so), so nothing is ever deleted on old data.
+    // notes: nodes that cannot become Slurm nodes and why, each once per
+    // change of reason.
+    std::vector<ExtAction> external_plan(const std::vector<SlurmNodeState> &have, size_t max_actions,
+                                         bool with_gres_conf, std::vector<std::string> *notes,
+                                         std::string *why) const;
+
 private:
     std::shared_ptr<ClaimSink> sink() const;
     JobAlloc kubernetes_names(JobAlloc job) const;
@@ -161,6 +174,11 @@ private:
     std::map<uint32_t, std::vector<JobNodeAlloc>> jobs_;
     std::map<uint32_t, std::vector<JobNodeAlloc>> ended_;
     std::deque<uint32_t> ended_order_;
+
+    mutable std::mutex kube_mu_;
+    std::shared_ptr<const std::map<std::string, KubeNodeState>> kube_nodes_;  // kube_mu_
+    bool kube_synced_ = false;                                                 // kube_mu_
+    mutable std::map<std::string, std::string> spec_notes_;                   // kube_mu_
 };
 
 // The engine of the started core (lifecycle.cc), or null when stopped.

@@ -122,6 +122,44 @@ K8SDRA_API void k8sdra_jobs_known_end(void);
  */
 K8SDRA_API void k8sdra_standby(void);
 
+/*
+ * Node discovery (NodeDiscovery=external, Slurm 25.05+): Kubernetes nodes
+ * become Slurm EXTERNAL nodes. Called from the plugin's own thread with a
+ * copy of slurmctld's nodes taken under its locks; the actions are then
+ * carried out with no lock held (creating a node takes slurmctld's locks).
+ */
+K8SDRA_API int k8sdra_node_discovery(void);	/* 1 when configured */
+
+struct k8sdra_slurm_node_state {
+	const char *name;
+	uint32_t cpus, sockets, cores_per_socket, threads_per_core;
+	uint64_t real_memory;
+	const char *gres;	/* as configured, NULL for none */
+	const char *features;	/* comma separated, NULL for none */
+	int external, drained, drained_by_us, idle;
+};
+
+enum k8sdra_ext_kind {
+	K8SDRA_EXT_CREATE = 0,	/* text: the node line (scontrol create) */
+	K8SDRA_EXT_DRAIN = 1,	/* text: the reason */
+	K8SDRA_EXT_RESUME = 2,
+	K8SDRA_EXT_DELETE = 3,	/* text: why */
+	K8SDRA_EXT_NOTE = 4	/* text: why a Kubernetes node cannot be a Slurm node */
+};
+
+struct k8sdra_ext_action {
+	int kind;
+	char node[128];
+	char text[4096];
+};
+
+/* Fills out[0..*nout); nothing while the view is stale or Node objects are
+ * not listed yet (then why says so). with_gres_conf: the release takes
+ * GresConf= (25.11+). Never more than cap actions. */
+K8SDRA_API int k8sdra_external_plan(const struct k8sdra_slurm_node_state *have, size_t nhave,
+				    int with_gres_conf, struct k8sdra_ext_action *out,
+				    size_t cap, size_t *nout, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

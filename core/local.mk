@@ -7,6 +7,7 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/plugin_config.cc core/plugin_config.h \
 	core/engine.cc core/engine.h core/feed.h \
 	core/ctld_api.cc core/k8sdra_ctld.h \
+	core/discovery_api.cc core/external_nodes.cc core/external_nodes.h \
 	core/c_api.cc core/c_api_bridge.h \
 	core/cpu_mask.h \
 	core/hwloc_fixture.cc core/hwloc_fixture.h \
@@ -41,6 +42,7 @@ testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_driver_variants_test.cc \
 	testsuite/unit/core_capi_test.cc \
 	testsuite/unit/core_json_roundtrip_test.cc \
+	testsuite/unit/core_external_nodes_test.cc \
 	k8s_client/json.cc k8s_client/slice_json.cc
 testsuite_unit_core_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
 testsuite_unit_core_tests_LDADD = libk8sdra_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)

@@ -157,6 +157,28 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              return set_nonempty(c.holder_image, v);
          }}},
         {"holderpriorityclass", {"HolderPriorityClass", [](PluginConfig &c, const std::string &v) { return set_subdomain(c.holder_priority_class, v); }}},
+        {"nodediscovery", {"NodeDiscovery", [](PluginConfig &c, const std::string &v) -> std::string {
+             const std::string l = lower(v);
+             if (l == "none") { c.node_discovery = false; return ""; }
+             if (l == "external") { c.node_discovery = true; return ""; }
+             return "expected none or external";
+         }}},
+        {"nodeselector", {"NodeSelector", [](PluginConfig &c, const std::string &v) -> std::string {
+             for (char ch : v)
+                 if (std::isspace(static_cast<unsigned char>(ch)) || ch == '"' || ch == '&' || ch == '#')
+                     return "a Kubernetes label selector, e.g. slurm.example.com/external=true (no spaces)";
+             c.node_selector = v;
+             return "";
+         }}},
+        {"nodefeatures", {"NodeFeatures", [](PluginConfig &c, const std::string &v) -> std::string {
+             auto list = split_list(v);
+             for (const auto &f : list)
+                 for (char ch : f)
+                     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '.')
+                         return "'" + f + "' is not a Slurm feature name (letters, digits, '_', '.')";
+             c.node_features = list;
+             return "";
+         }}},
         {"debuglevel", {"DebugLevel", [](PluginConfig &c, const std::string &v) -> std::string {
              static const std::map<std::string, int> levels = {
                  {"error", 0}, {"info", 1}, {"verbose", 2}, {"debug", 3}};

@@ -52,6 +52,15 @@ struct PluginConfig {
     std::string holder_image = "pause:3.10";                     // HolderImage=
     std::string holder_priority_class = "slurm-k8s-cons-tres-holder";  // HolderPriorityClass=
 
+    // Slurm EXTERNAL nodes (Slurm 25.05+): with NodeDiscovery=external every
+    // Kubernetes node matching NodeSelector (a label selector, "" = all)
+    // whose slices are complete becomes an EXTERNAL Slurm node of the same
+    // name, with its slices' topology, featured NodeFeatures plus its GPU
+    // model, so that a NodeSet by feature puts it into partitions.
+    bool node_discovery = false;                         // NodeDiscovery=none|external
+    std::string node_selector;                           // NodeSelector=
+    std::vector<std::string> node_features = {"k8s"};    // NodeFeatures=
+
     // Not from the file: where the admin view (k8s_cons_tres_view.json) is
     // written, slurmctld's StateSaveLocation; "" for none.
     std::string state_dir;

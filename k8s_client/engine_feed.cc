@@ -42,6 +42,8 @@ WatcherOptions watcher_options(const PluginConfig &pc) {
         o.podNamespace = pc.claim_namespace;
         o.podLabelSelector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
     }
+    o.watchNodes = pc.node_discovery;
+    o.nodeLabelSelector = pc.node_selector;
     return o;
 }
 
@@ -229,6 +231,7 @@ void EngineFeed::run() {
                 rebuild(*snap);
             else if (published_version_ && healthy())
                 engine_->mark_fresh();
+            if (engine_->config()->node_discovery) publish_nodes(*snap);
             const auto now = std::chrono::steady_clock::now();
             if (view_pending_ && now - last_view_ >= kViewInterval) {
                 write_view(*last_, published_version_);
@@ -255,6 +258,18 @@ void EngineFeed::run() {
         }
         lock.lock();
     }
+}
+
+// Node discovery's input: the selected Nodes, handed on when they change.
+void EngineFeed::publish_nodes(const Snapshot &snap) {
+    std::map<std::string, KubeNodeState> nodes;
+    snap.nodes.forEach([&](const std::string &, const KubeNode &n) {
+        nodes[n.name] = KubeNodeState{n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB};
+    });
+    if (snap.nodesSynced == nodes_synced_ && nodes == last_nodes_) return;
+    nodes_synced_ = snap.nodesSynced;
+    last_nodes_ = nodes;
+    engine_->publish_kube_nodes(std::move(nodes), snap.nodesSynced);
 }
 
 void register_engine_feed() {

@@ -40,6 +40,7 @@ public:
 private:
     void run();
     void rebuild(const Snapshot &snap);
+    void publish_nodes(const Snapshot &snap);
     void write_view(const Inventory &inv, uint64_t version);
     bool healthy();
 
@@ -53,6 +54,8 @@ private:
     std::condition_variable cv_;
     bool dirty_ = false;
     bool stopping_ = false;
+    std::map<std::string, KubeNodeState> last_nodes_;  // published to the engine last
+    bool nodes_synced_ = false;
     uint64_t published_version_ = 0;
     std::shared_ptr<const Inventory> last_;     // the inventory published last
     std::map<std::string, uint64_t> node_sigs_; // per node: digest of its slices and claims

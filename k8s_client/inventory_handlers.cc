@@ -67,6 +67,9 @@ ClaimHandler::ClaimHandler(SnapshotStore &store, Logger log)
 PodHandler::PodHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "Pod", decodePodHolding, &SnapshotStore::publishPods, std::move(log)) {}
 
+NodeHandler::NodeHandler(SnapshotStore &store, Logger log)
+    : ObjectHandler(store, "Node", decodeKubeNode, &SnapshotStore::publishNodes, std::move(log)) {}
+
 template <class T>
 void ObjectHandler<T>::beginList() { staging_ = Map(); }
 
@@ -117,5 +120,6 @@ void ObjectHandler<T>::add(Map &m, const rapidjson::Value &obj) {
 
 template class ObjectHandler<ClaimHolding>;
 template class ObjectHandler<PodHolding>;
+template class ObjectHandler<KubeNode>;
 
 }  // namespace k8sdra::k8s

@@ -67,4 +67,9 @@ public:
     PodHandler(SnapshotStore &store, Logger log);
 };
 
+class NodeHandler : public ObjectHandler<KubeNode> {
+public:
+    NodeHandler(SnapshotStore &store, Logger log);
+};
+
 }  // namespace k8sdra::k8s

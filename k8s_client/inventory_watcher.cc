@@ -39,6 +39,8 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
     if (!opts.podNamespace.empty())
         make("pods", "/api/v1/namespaces/" + opts.podNamespace + "/pods", "", opts.podLabelSelector,
              std::make_unique<PodHandler>(store_, log));
+    if (opts.watchNodes)
+        make("nodes", "/api/v1/nodes", "", opts.nodeLabelSelector, std::make_unique<NodeHandler>(store_, log));
 }
 
 InventoryWatcher::~InventoryWatcher() { stop(); }

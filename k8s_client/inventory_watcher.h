@@ -24,6 +24,10 @@ struct WatcherOptions {
     // set. Their informer is not part of watching(), dataAge() or synced():
     // pods never change what Slurm may use.
     std::string podNamespace, podLabelSelector;
+    // Node discovery: Node objects matching this label selector are watched
+    // when watchNodes; like pods, not part of watching(), dataAge(), synced().
+    bool watchNodes = false;
+    std::string nodeLabelSelector;
 };
 
 class InventoryWatcher {
@@ -49,7 +53,8 @@ public:
                std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const {
         return dataAge(now) <= bound;
     }
-    // Informers in order: one per driver, then claims, then holder pods if any.
+    // Informers in order: one per driver, then claims, then holder pods and
+    // Nodes if any.
     const std::vector<std::unique_ptr<Informer>> &informers() const { return informers_; }
 
 private:

@@ -19,6 +19,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/inventory_handlers.cc k8s_client/inventory_handlers.h \
 	k8s_client/inventory_watcher.cc k8s_client/inventory_watcher.h \
 	k8s_client/json.cc k8s_client/json.h \
+	k8s_client/kube_node.cc k8s_client/kube_node.h \
 	k8s_client/json_stream.cc k8s_client/json_stream.h \
 	k8s_client/lease.cc k8s_client/lease.h \
 	k8s_client/log.h \
@@ -52,7 +53,8 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_slice_json_tests.cc \
 	testsuite/unit/client_driver_variants_tests.cc \
 	testsuite/unit/client_job_claims_tests.cc \
-	testsuite/unit/client_holder_pod_tests.cc
+	testsuite/unit/client_holder_pod_tests.cc \
+	testsuite/unit/client_kube_node_tests.cc
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_client_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)

@@ -99,6 +99,13 @@ void SnapshotStore::publishClaims(const ClaimMap &claims, bool synced) {
     });
 }
 
+void SnapshotStore::publishNodes(const NodeMap &nodes, bool synced) {
+    change([&](Snapshot &s) {
+        s.nodes = nodes;
+        s.nodesSynced = s.nodesSynced || synced;
+    });
+}
+
 void SnapshotStore::publishPods(const PodMap &pods, bool synced) {
     change([&](Snapshot &s) {
         s.pods = pods;

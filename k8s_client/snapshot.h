@@ -9,6 +9,7 @@
 #include "k8s_client/compact_slice.h"
 #include "k8s_client/cow_map.h"
 #include "k8s_client/holder_pod.h"
+#include "k8s_client/kube_node.h"
 
 #include <chrono>
 #include <map>
@@ -23,6 +24,7 @@ namespace k8sdra::k8s {
 using SliceMap = CowMap<CompactSlice>;   // key: metadata.name
 using ClaimMap = CowMap<ClaimHolding>;   // key: "namespace/name"
 using PodMap = CowMap<PodHolding>;       // the plugin's holder pods; key: "namespace/name"
+using NodeMap = CowMap<KubeNode>;        // NodeDiscovery=external; key: "/name"
 
 struct Snapshot {
     uint64_t version = 0;                 // increases with every publication
@@ -35,6 +37,10 @@ struct Snapshot {
     // never change what Slurm may use.
     PodMap pods;
     bool podsSynced = false;
+    // Node objects, for node discovery only; not part of synced() either:
+    // a node becomes a Slurm node only once its slices are in the view.
+    NodeMap nodes;
+    bool nodesSynced = false;
 
     // True once every informer has completed its first list.
     bool synced() const;
@@ -76,6 +82,7 @@ public:
     void publishSlices(const std::string &driver, const SliceMap &slices, bool synced);
     void publishClaims(const ClaimMap &claims, bool synced);
     void publishPods(const PodMap &pods, bool synced);
+    void publishNodes(const NodeMap &nodes, bool synced);
     // Called with each new snapshot (from informer threads), e.g. to wake core.
     void onPublish(std::function<void(const std::shared_ptr<const Snapshot> &)> fn);
 

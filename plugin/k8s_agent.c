@@ -17,6 +17,7 @@
 #include "core/k8sdra_ctld.h"
 #include "k8s_agent.h"
 #include "k8s_gpu.h"
+#include "k8s_nodes.h"
 #include "k8s_view.h"
 
 #define POLL_MS 250
@@ -160,6 +161,14 @@ static void *_agent(void *arg)
 		 */
 		if (_leave_control_locked())
 			continue;
+		/* Node discovery talks to slurmctld by RPC: no lock of ours held */
+		if (in_control && k8s_nodes_due()) {
+			slurm_mutex_unlock(&agent_mu);
+			k8s_nodes_sync();
+			slurm_mutex_lock(&agent_mu);
+			if (stopping)
+				break;
+		}
 		/* pods' GPUs on nodes whose slurmd had not registered */
 		retry = k8s_gpu_waiting() && time(NULL) >= next_retry;
 		if (k8sdra_view_generation() == seen && !retry &&

@@ -14,7 +14,8 @@ select_k8s_cons_tres_la_SOURCES = \
 	plugin/k8s_gpu.c plugin/k8s_gpu.h \
 	plugin/k8s_jobs.c plugin/k8s_jobs.h \
 	plugin/k8s_steer.c plugin/k8s_steer.h \
-	plugin/k8s_agent.c plugin/k8s_agent.h
+	plugin/k8s_agent.c plugin/k8s_agent.h \
+	plugin/k8s_nodes.c plugin/k8s_nodes.h
 if SLURM_ABI_22_05
 select_k8s_cons_tres_la_SOURCES += plugin/select_22_05.c
 endif

@@ -185,6 +185,10 @@ class Cluster:
         # The server's stand-in kubelet + DRA drivers per node (holder pods
         # run, devices are prepared): see testsuite/harness/node_agent.py.
         self.node_agents = True
+        # Kubernetes nodes as Slurm EXTERNAL nodes discovered by the plugin
+        # (Slurm 25.05+): no slurmd and no slurm.conf line for them. Set
+        # before up(), or up(external=True).
+        self.external = False
         self._release = None  # see the release property
 
     @property
@@ -281,7 +285,13 @@ class Cluster:
             "LaunchParameters=use_interactive_step",
         ]
         gres = []
-        for node, port in zip((n.slurm for n in fx.nodes), node_ports):
+        if self.external:
+            # Kubernetes nodes come from node discovery (NodeDiscovery=external):
+            # no NodeName line, no slurmd; a NodeSet by feature takes them in.
+            lines.append(f"MaxNodeCount={len(fx.nodes) + 16}")
+        for fnode, node, port in zip(fx.nodes, (n.slurm for n in fx.nodes), node_ports):
+            if self.external and fnode.kubernetes:
+                continue
             gpu_part = f" Gres=gpu:{fx.gpu_type}:{len(node.gpus)}" if node.gpus else ""
             lines.append(
                 f"NodeName={node.name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
@@ -299,6 +309,9 @@ class Cluster:
                 gres.append(f"NodeName={node.name} Name=gpu Type={fx.gpu_type} File={dev}" +
                             (f" Cores={format_id_list(cores)}" if cores else ""))
         names = ",".join(n.name for n in fx.nodes)
+        if self.external:
+            lines.append("NodeSet=k8s Feature=k8s")
+            names = ",".join([n.name for n in fx.nodes if not n.kubernetes] + ["k8s"])
         lines.append(f"PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP")
         lines, gres = self.release.configs(lines, gres)
         (etc / "slurm.conf").write_text("\n".join(lines) + "\n")
@@ -369,7 +382,8 @@ class Cluster:
             "ClaimNamespace=slurm\n"
             f"KubernetesNodes={','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL'}\n"
             "StaleAfter=10\n"
-            "DebugLevel=debug\n")
+            "DebugLevel=debug\n" +
+            ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else ""))
 
     def _least_privilege_kubeconfig(self) -> Path:
         """The plugin talks to the API server with exactly the rights that
@@ -410,6 +424,8 @@ class Cluster:
         try:
             self._release = slurm_release.get(slurm)
             self._release.check_select(select)
+            if self.external:
+                self._release.check_external()
             self._release.require_built()
         except slurm_release.SlurmReleaseError as e:
             raise ClusterError(str(e)) from None
@@ -421,8 +437,9 @@ class Cluster:
         else:
             fx = fixture_mod.load(fixture_path)
             source = {"fixture": str(Path(fixture_path).resolve())}
-        # 22.05 loads every select plugin in PluginDir: ours is there even
-        # under cons_tres. Later releases load SelectType's only.
+        # The installed 22.05 runs with ours in PluginDir even under
+        # cons_tres (it loads every select plugin there, as 24.11 does); a
+        # private release under cons_tres runs without it.
         if select == "k8s_cons_tres" or not self.release.private:
             plugin = Path(plugin) if plugin else find_plugin(self.release)
             built = slurm_release.built_for(plugin)
@@ -445,14 +462,19 @@ class Cluster:
         return self.run_dir / "etc" / "k8s_cons_tres.conf"
 
     def up(self, fixture_path: str, select: str = "k8s_cons_tres", plugin=None, kubernetes=True,
-           slices=None, claims=None, slurm=None):
+           slices=None, claims=None, slurm=None, external=None):
+        if external is not None:
+            self.external = external
+        if self.external and (select != "k8s_cons_tres" or not kubernetes):
+            raise ClusterError("--external needs the plugin and the test API server: its nodes are discovered")
         fx = self.prepare(fixture_path, select, plugin, slices, claims, slurm)
         try:
             if kubernetes:
                 self.start_apiserver(fx)
             self.start_slurmctld()
             for node in fx.nodes:
-                self.start_slurmd(node.name)
+                if not (self.external and node.kubernetes):
+                    self.start_slurmd(node.name)
             self.wait_nodes_idle([n.name for n in fx.nodes])
         except Exception:
             self.down()

@@ -138,6 +138,12 @@ class Release:
                                     f"(the plugin is built for {', '.join(PLUGIN_RELEASES)}): "
                                     "use select/cons_tres")
 
+    def check_external(self):
+        """EXTERNAL nodes exist since Slurm 25.05."""
+        if tuple(int(x) for x in self.version.split(".")[:2]) < (25, 5):
+            raise SlurmReleaseError(f"Slurm {self.version} has no EXTERNAL nodes (25.05 and later): "
+                                    "use --slurm 25.11.7 or 26.05.3")
+
     def daemon(self, name: str) -> str:
         """slurmctld/slurmd: the installed one as found on PATH (as before),
         else the private build's."""

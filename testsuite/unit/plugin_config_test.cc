@@ -127,3 +127,20 @@ TEST_CASE("the shipped example configuration is valid") {
     CHECK(r.config->kubeconfig == "/etc/slurm/k8s-cons-tres.kubeconfig");
     CHECK(r.config->kubernetes_nodes == "ALL");
 }
+
+TEST_CASE("node discovery settings") {
+    auto r = parse_plugin_config("InCluster=yes\nNodeDiscovery=external\n"
+                                 "NodeSelector=slurm.example.com/external=true\nNodeFeatures=k8s,gpu_pool\n",
+                                 "k8s_cons_tres.conf");
+    REQUIRE(r.config);
+    CHECK(r.config->node_discovery);
+    CHECK(r.config->node_selector == "slurm.example.com/external=true");
+    CHECK(r.config->node_features == std::vector<std::string>{"k8s", "gpu_pool"});
+    auto d = parse_plugin_config("InCluster=yes\n", "k8s_cons_tres.conf");
+    REQUIRE(d.config);
+    CHECK_FALSE(d.config->node_discovery);  // nodes come from slurm.conf unless asked
+    CHECK(d.config->node_features == std::vector<std::string>{"k8s"});
+    CHECK(error_of("InCluster=yes\nNodeDiscovery=yes\n").find("expected none or external") != std::string::npos);
+    CHECK(error_of("InCluster=yes\nNodeFeatures=k8s,a-b\n").find("not a Slurm feature name") != std::string::npos);
+    CHECK(error_of("InCluster=yes\nNodeSelector=a b\n").find("label selector") != std::string::npos);
+}

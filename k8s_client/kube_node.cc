@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "k8s_client/kube_node.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace k8sdra::k8s {
+
+uint64_t parseBytes(const std::string &q, bool *ok) {
+    *ok = false;
+    if (q.empty() || q.size() > 32) return 0;
+    static const struct { const char *suffix; double factor; } units[] = {
+        {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+        {"Pi", 1125899906842624.0}, {"Ei", 1152921504606846976.0},
+        {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18}, {"m", 1e-3}};
+    std::string num = q;
+    double factor = 1.0;
+    for (const auto &u : units) {
+        const std::string s = u.suffix;
+        if (q.size() > s.size() && q.compare(q.size() - s.size(), s.size(), s) == 0) {
+            num = q.substr(0, q.size() - s.size());
+            factor = u.factor;
+            break;
+        }
+    }
+    for (char c : num)
+        if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '+' ||
+              c == '-'))
+            return 0;
+    char *end = nullptr;
+    const double v = std::strtod(num.c_str(), &end);
+    if (end != num.c_str() + num.size() || !std::isfinite(v) || v < 0) return 0;
+    const double bytes = v * factor;
+    if (bytes > 1.8e19) return 0;
+    *ok = true;
+    return static_cast<uint64_t>(bytes);
+}
+
+KubeNode decodeKubeNode(const rapidjson::Value &obj) {
+    KubeNode n;
+    const rapidjson::Value *meta = json::member(obj, "metadata");
+    if (!meta || !meta->IsObject()) throw std::runtime_error("Node without metadata");
+    n.name = json::getString(*meta, "name");
+    if (n.name.empty()) throw std::runtime_error("Node without a name");
+    if (const rapidjson::Value *spec = json::member(obj, "spec"); spec && spec->IsObject()) {
+        auto u = spec->FindMember("unschedulable");
+        n.unschedulable = u != spec->MemberEnd() && u->value.IsBool() && u->value.GetBool();
+    }
+    n.notReady = "no Ready condition";
+    const rapidjson::Value *status = json::member(obj, "status");
+    if (!status || !status->IsObject()) return n;
+    if (const rapidjson::Value *alloc = json::member(*status, "allocatable"); alloc && alloc->IsObject()) {
+        bool ok = false;
+        const uint64_t bytes = parseBytes(json::getString(*alloc, "memory"), &ok);
+        n.memoryMiB = ok ? bytes / 1048576 : 0;
+    }
+    if (const rapidjson::Value *conds = json::member(*status, "conditions"); conds && conds->IsArray()) {
+        for (const auto &c : conds->GetArray()) {
+            if (!c.IsObject() || json::getString(c, "type") != "Ready") continue;
+            n.ready = json::getString(c, "status") == "True";
+            n.notReady.clear();
+            if (!n.ready) {
+                const std::string reason = json::getString(c, "reason");
+                const std::string status = json::getString(c, "status");
+                n.notReady = "Ready=" + (status.empty() ? std::string("?") : status) +
+                             (reason.empty() ? "" : " (" + reason + ")");
+            }
+        }
+    }
+    return n;
+}
+
+}  // namespace k8sdra::k8s

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What node discovery (NodeDiscovery=external) reads of a core/v1 Node:
+// whether it may take new work (cordon, Ready) and its allocatable memory.
+#pragma once
+
+#include "k8s_client/json.h"
+
+#include <cstdint>
+#include <string>
+
+namespace k8sdra::k8s {
+
+struct KubeNode {
+    std::string ns;  // always "": Nodes are cluster-scoped (keys are "/name")
+    std::string name;
+    bool unschedulable = false;  // spec.unschedulable (kubectl cordon)
+    bool ready = false;          // condition Ready is True
+    std::string notReady;        // why not, from the Ready condition ("" when ready)
+    uint64_t memoryMiB = 0;      // status.allocatable.memory, rounded down
+};
+
+// Throws on a Node without a name; a missing or malformed field reads as
+// "not ready" / 0 memory, so such a node is never offered to Slurm.
+KubeNode decodeKubeNode(const rapidjson::Value &obj);
+
+// A Kubernetes quantity in bytes ("65536000Ki", "64Gi", "1e9", "512M");
+// nullopt-like 0 with ok=false when malformed or absurdly large.
+uint64_t parseBytes(const std::string &q, bool *ok);
+
+}  // namespace k8sdra::k8s

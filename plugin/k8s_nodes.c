@@ -1,0 +1,169 @@
+/*
+ * k8s_nodes.c - see k8s_nodes.h. Which nodes discovery made is decided by
+ * the core (core/external_nodes.h: EXTERNAL with its marker feature); this
+ * file only copies slurmctld's nodes out and carries out the plan.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "slurm_compat.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "core/k8sdra_ctld.h"
+#include "k8s_nodes.h"
+
+#define PREFIX "select/k8s_cons_tres: "
+#define DRAIN_PREFIX "k8s_cons_tres: "
+#define MAX_ACTIONS 64	/* per round: a burst of new nodes spreads over rounds */
+
+static time_t last_round;
+
+#if K8S_SLURM_AT_LEAST(25, 5, 0)
+
+extern bool k8s_nodes_due(void)
+{
+	time_t now = time(NULL);
+
+	if (now == last_round || !k8sdra_node_discovery())
+		return false;
+	last_round = now;
+	return true;
+}
+
+/* node READ lock held; strings[3 * i + 0..2] own node i's strings */
+static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, int *n)
+{
+	node_record_t *node_ptr;
+	int cap = node_record_count ? node_record_count : 1;
+
+	*out = xcalloc(cap, sizeof(**out));
+	*strings = xcalloc(3 * cap, sizeof(char *));
+	*n = 0;
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		struct k8sdra_slurm_node_state *s = &(*out)[*n];
+		config_record_t *c = node_ptr->config_ptr;
+		char **own = &(*strings)[3 * (*n)++];
+
+		s->name = own[0] = xstrdup(node_ptr->name);
+		s->cpus = node_ptr->cpus;
+		s->sockets = node_ptr->tot_sockets;
+		s->cores_per_socket = node_ptr->cores;
+		s->threads_per_core = node_ptr->threads;
+		s->real_memory = node_ptr->real_memory;
+		s->gres = own[1] = xstrdup(c && c->gres ? c->gres : node_ptr->gres);
+		s->features = own[2] =
+			xstrdup(c && c->feature ? c->feature : node_ptr->features);
+		s->external = IS_NODE_EXTERNAL(node_ptr) ? 1 : 0;
+		s->drained = IS_NODE_DRAIN(node_ptr) ? 1 : 0;
+		s->drained_by_us = s->drained && node_ptr->reason &&
+			!xstrncmp(node_ptr->reason, DRAIN_PREFIX, strlen(DRAIN_PREFIX));
+		s->idle = !node_ptr->run_job_cnt && !node_ptr->comp_job_cnt &&
+			  !IS_NODE_ALLOCATED(node_ptr) && !IS_NODE_MIXED(node_ptr) &&
+			  !IS_NODE_COMPLETING(node_ptr);
+	}
+}
+
+static void _free_nodes(struct k8sdra_slurm_node_state *nodes, char **strings, int n)
+{
+	for (int i = 0; i < 3 * n; i++)
+		xfree(strings[i]);
+	xfree(strings);
+	xfree(nodes);
+}
+
+static void _act(const struct k8sdra_ext_action *a)
+{
+	update_node_msg_t msg;
+	int rc = SLURM_SUCCESS;
+	const char *what = "";
+
+	slurm_init_update_node_msg(&msg);
+	msg.node_names = (char *) a->node;
+	switch (a->kind) {
+	case K8SDRA_EXT_NOTE:
+		info(PREFIX "Kubernetes node %s", a->text);
+		return;
+	case K8SDRA_EXT_CREATE:
+		what = "creating EXTERNAL node";
+		msg.node_names = NULL;
+		msg.extra = (char *) a->text;
+		info(PREFIX "%s %s: %s", what, a->node, a->text);
+		rc = slurm_create_node(&msg);
+		break;
+	case K8SDRA_EXT_DRAIN:
+		what = "draining";
+		msg.node_state = NODE_STATE_DRAIN;
+		msg.reason = (char *) a->text;
+		info(PREFIX "draining %s: %s", a->node, a->text);
+		rc = slurm_update_node(&msg);
+		break;
+	case K8SDRA_EXT_RESUME:
+		what = "resuming";
+		msg.node_state = NODE_RESUME;
+		info(PREFIX "resuming %s: Kubernetes offers it again", a->node);
+		rc = slurm_update_node(&msg);
+		break;
+	case K8SDRA_EXT_DELETE:
+		what = "deleting";
+		info(PREFIX "deleting EXTERNAL node %s: %s", a->node, a->text);
+		rc = slurm_delete_node(&msg);
+		break;
+	default:
+		return;
+	}
+	if (rc != SLURM_SUCCESS)
+		error(PREFIX "%s %s failed: %s", what, a->node,
+		      slurm_strerror(errno));
+}
+
+extern void k8s_nodes_sync(void)
+{
+	slurmctld_lock_t locks = { .node = READ_LOCK };
+	struct k8sdra_slurm_node_state *nodes;
+	char **strings;
+	struct k8sdra_ext_action *plan;
+	char why[256] = "";
+	size_t nplan = 0;
+	int n;
+
+	lock_slurmctld(locks);
+	_copy_nodes(&nodes, &strings, &n);
+	unlock_slurmctld(locks);
+
+	plan = xcalloc(MAX_ACTIONS, sizeof(*plan));
+	if (k8sdra_external_plan(nodes, n,
+				 K8S_SLURM_AT_LEAST(25, 11, 0) ? 1 : 0,
+				 plan, MAX_ACTIONS, &nplan, why, sizeof(why)))
+		error(PREFIX "node discovery: %s", why);
+	else if (why[0])
+		debug(PREFIX "node discovery waits: %s", why);
+	_free_nodes(nodes, strings, n);
+	for (size_t i = 0; i < nplan; i++)
+		_act(&plan[i]);
+	xfree(plan);
+}
+
+#else	/* before 25.05: no EXTERNAL nodes */
+
+extern bool k8s_nodes_due(void)
+{
+	if (!last_round && k8sdra_node_discovery()) {
+		last_round = time(NULL);
+		error(PREFIX "NodeDiscovery=external needs Slurm 25.05 or later (EXTERNAL nodes); this slurmctld is %s: no node is discovered",
+		      SLURM_VERSION_STRING);
+	}
+	return false;
+}
+
+extern void k8s_nodes_sync(void)
+{
+}
+
+#endif

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Node objects as node discovery reads them.
+#include "k8s_client/kube_node.h"
+
+#include <catch2/catch.hpp>
+
+using namespace k8sdra::k8s;
+
+namespace {
+KubeNode decode(const char *text) {
+    rapidjson::Document d;
+    d.Parse(text);
+    return decodeKubeNode(d);
+}
+}  // namespace
+
+TEST_CASE("a Node's cordon, Ready condition and allocatable memory") {
+    auto n = decode(R"({"metadata":{"name":"k1"},"spec":{"unschedulable":true},
+        "status":{"allocatable":{"cpu":"128","memory":"65536000Ki"},
+                  "conditions":[{"type":"MemoryPressure","status":"False"},
+                                {"type":"Ready","status":"True","reason":"KubeletReady"}]}})");
+    CHECK(n.name == "k1");
+    CHECK(n.ns.empty());
+    CHECK(n.unschedulable);
+    CHECK(n.ready);
+    CHECK(n.notReady.empty());
+    CHECK(n.memoryMiB == 64000);
+
+    auto down = decode(R"({"metadata":{"name":"k2"},"status":{"conditions":[
+        {"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown"}]}})");
+    CHECK_FALSE(down.ready);
+    CHECK_FALSE(down.unschedulable);
+    CHECK(down.notReady == "Ready=Unknown (NodeStatusUnknown)");
+    CHECK(down.memoryMiB == 0);
+
+    // no status at all: never offered to Slurm
+    auto bare = decode(R"({"metadata":{"name":"k3"}})");
+    CHECK_FALSE(bare.ready);
+    CHECK(bare.notReady == "no Ready condition");
+    CHECK_THROWS(decode(R"({"metadata":{}})"));
+}
+
+TEST_CASE("memory quantities in bytes") {
+    bool ok = false;
+    CHECK(parseBytes("64Gi", &ok) == 68719476736ULL);
+    CHECK(ok);
+    CHECK(parseBytes("1e9", &ok) == 1000000000ULL);
+    CHECK(parseBytes("512M", &ok) == 512000000ULL);
+    CHECK(parseBytes("1024", &ok) == 1024);
+    for (const char *bad : {"", "Gi", "12Qi", "-1Ki", "1e400", "abc", "1.5.5Mi"}) {
+        parseBytes(bad, &ok);
+        CHECK_FALSE(ok);
+    }
+}
