@@ -7,9 +7,11 @@
 using namespace k8sdra::k8s;
 
 namespace {
+// Through json::parse, as the informer decodes: rapidjson's SSE2 scan may
+// read past the end of a bare C string, which ASan rightly reports.
 KubeNode decode(const char *text) {
     rapidjson::Document d;
-    d.Parse(text);
+    k8sdra::json::parse(d, text);
     return decodeKubeNode(d);
 }
 }  // namespace
