@@ -68,8 +68,44 @@ bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids) {
 }
 
 std::shared_ptr<const CpuTopology> Inventory::intern(std::shared_ptr<const CpuTopology> t) {
+    if (interned_ptrs_.count(t.get()))
+        return t;
     auto [it, fresh] = interned_.try_emplace(t->fingerprint(), t);
+    if (fresh)
+        interned_ptrs_.insert(t.get());
     return it->second;
+}
+
+NodeEntry &Inventory::own(std::shared_ptr<NodeEntry> &e) {
+    if (e.use_count() > 1)  // another inventory has it: copy before changing
+        e = std::make_shared<NodeEntry>(*e);
+    return *e;
+}
+
+Inventory::NameIndex &Inventory::names() {
+    if (!by_name_)
+        by_name_ = std::make_shared<NameIndex>();
+    else if (by_name_.use_count() > 1)  // a copy has it too: change a copy of it
+        by_name_ = std::make_shared<NameIndex>(*by_name_);
+    return *by_name_;
+}
+
+std::optional<size_t> Inventory::index_of(const std::string &name) const {
+    if (!by_name_)
+        return std::nullopt;
+    auto it = by_name_->find(name);
+    return it == by_name_->end() ? std::nullopt : std::optional<size_t>(it->second);
+}
+
+NodeEntry &Inventory::insert(NodeEntry e) {
+    auto entry = std::make_shared<NodeEntry>(std::move(e));
+    if (auto i = index_of(entry->name)) {  // a node replaced: the index stays as it is
+        nodes_[*i] = std::move(entry);
+        return *nodes_[*i];
+    }
+    names().emplace(entry->name, nodes_.size());
+    nodes_.push_back(std::move(entry));
+    return *nodes_.back();
 }
 
 NodeEntry &Inventory::add_node(NodeTopology topo) {
@@ -78,52 +114,59 @@ NodeEntry &Inventory::add_node(NodeTopology topo) {
     if (topo.cpu)
         topo.cpu = intern(topo.cpu);
     const size_t ncpus = topo.cpu ? topo.cpu->cpus.size() : 0;
+    // Built on the shared topology from the start: its holdings then are
+    // exactly those applied to it (overlapping ones included).
     e.ledger = topo.cpu ? NodeLedger(topo.cpu.get(), topo.gpus.size())
                         : NodeLedger(ncpus, topo.gpus.size());
     e.topology = std::move(topo);
-    auto [it, fresh] = by_name_.try_emplace(e.name, nodes_.size());
-    if (fresh)
-        nodes_.push_back(std::move(e));
-    else
-        nodes_[it->second] = std::move(e);
-    return nodes_[it->second];
+    return insert(std::move(e));
+}
+
+NodeEntry Inventory::make_entry(const std::string &name, NodeBuild built) {
+    BuildResult &r = built.result;
+    if (!r.ok) {
+        r.topology = NodeTopology{};
+        r.topology.node = name;
+    }
+    NodeEntry e;
+    e.name = name;
+    if (r.topology.cpu)
+        r.topology.cpu = intern(r.topology.cpu);
+    e.ledger = r.topology.cpu ? NodeLedger(r.topology.cpu.get(), r.topology.gpus.size())
+                              : NodeLedger(size_t{0}, r.topology.gpus.size());
+    e.topology = std::move(r.topology);
+    e.invalid = std::move(r.error);
+    e.warnings = std::move(r.warnings);
+    if (e.invalid.empty() && !e.topology.cpu)
+        e.invalid = built.incomplete.empty() ? "no dra.cpu devices"
+                                             : "incomplete " + built.incomplete.front();
+    for (const std::string &inc : built.incomplete)
+        e.warnings.push_back("incomplete " + inc);
+    if (e.topology.cpu)
+        hold_unavailable(e);
+    return e;
 }
 
 const NodeEntry *Inventory::node(const std::string &name) const {
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? nullptr : &nodes_[it->second];
+    auto i = index_of(name);
+    return i ? nodes_[*i].get() : nullptr;
 }
 
 NodeEntry *Inventory::node(const std::string &name) {
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? nullptr : &nodes_[it->second];
+    auto i = index_of(name);
+    return i ? &own(nodes_[*i]) : nullptr;
 }
 
 Inventory Inventory::build(const std::vector<ResourceSlice> &slices,
                            const std::vector<ClaimHolding> &claims,
                            const InventoryOptions &opts) {
     Inventory inv;
-    for (auto &[name, ns] : select_pools(slices)) {
-        BuildOptions bo;
-        bo.gres_order = opts.gres_order;
-        bo.cpu_driver = opts.cpu_driver;
-        bo.gpu_drivers = opts.gpu_drivers;
-        BuildResult r = build_node_topology(name, ns.complete, bo);
-        if (!r.ok) {
-            r.topology = NodeTopology{};
-            r.topology.node = name;
-        }
-        NodeEntry &e = inv.add_node(std::move(r.topology));
-        e.invalid = r.error;
-        e.warnings = std::move(r.warnings);
-        if (e.invalid.empty() && !e.topology.cpu)
-            e.invalid = ns.incomplete.empty() ? "no dra.cpu devices"
-                                              : "incomplete " + ns.incomplete.front();
-        for (const std::string &inc : ns.incomplete)
-            e.warnings.push_back("incomplete " + inc);
-        if (e.topology.cpu)
-            hold_unavailable(e);
-    }
+    BuildOptions bo;
+    bo.gres_order = opts.gres_order;
+    bo.cpu_driver = opts.cpu_driver;
+    bo.gpu_drivers = opts.gpu_drivers;
+    for (auto &[name, ns] : select_pools(slices))
+        inv.insert(inv.make_entry(name, {build_node_topology(name, ns.complete, bo), ns.incomplete}));
     for (const ClaimHolding &c : claims)
         if (c.allocated)
             inv.apply_claim(c, opts);
@@ -145,49 +188,43 @@ void Inventory::rebuild_nodes(const std::vector<std::string> &changed,
                               const InventoryOptions &opts) {
     static const std::vector<ResourceSlice> no_slices;
     static const std::vector<ClaimHolding> no_claims;
+    BuildOptions bo;
+    bo.gres_order = opts.gres_order;
+    bo.cpu_driver = opts.cpu_driver;
+    bo.gpu_drivers = opts.gpu_drivers;
     claim_errors_.clear();
     for (const std::string &name : changed) {
         auto s = slices_of.find(name);
         auto c = claims_of.find(name);
-        Inventory one = build(s == slices_of.end() ? no_slices : s->second,
-                              c == claims_of.end() ? no_claims : c->second, opts);
-        claim_errors_.insert(claim_errors_.end(), one.claim_errors_.begin(), one.claim_errors_.end());
-        NodeEntry *built = one.node(name);
-        if (!built) {
-            remove_node(name);
-            continue;
-        }
-        NodeEntry entry = std::move(*built);
-        if (entry.topology.cpu) {
-            // share an identical topology already in use; the ledger is
-            // rebuilt on the shared model (equal, so the indices hold)
-            auto shared = intern(entry.topology.cpu);
-            if (shared != entry.topology.cpu) {
-                NodeLedger ledger = entry.ledger;
-                entry.topology.cpu = shared;
-                entry.ledger = NodeLedger(shared.get(), entry.topology.gpus.size());
-                for (const Holding &h : ledger.holdings()) {
-                    std::string err;
-                    entry.ledger.hold(h.who, h.cpus, h.gpus, &err);
-                }
-            }
-        }
-        auto [it, fresh] = by_name_.try_emplace(name, nodes_.size());
-        if (fresh)
-            nodes_.push_back(std::move(entry));
-        else
-            nodes_[it->second] = std::move(entry);
+        auto pools = select_pools(s == slices_of.end() ? no_slices : s->second);
+        auto mine = pools.find(name);
+        std::optional<NodeBuild> built;
+        if (mine != pools.end())
+            built = NodeBuild{build_node_topology(name, mine->second.complete, bo),
+                              std::move(mine->second.incomplete)};
+        put_node(name, std::move(built), c == claims_of.end() ? no_claims : c->second, opts);
     }
 }
 
+void Inventory::put_node(const std::string &name, std::optional<NodeBuild> built,
+                         const std::vector<ClaimHolding> &claims, const InventoryOptions &opts) {
+    if (!built)
+        remove_node(name);  // its claims now name no usable node: errors, as before
+    const std::string &placed = built ? insert(make_entry(name, std::move(*built))).name : name;
+    for (const ClaimHolding &c : claims)
+        if (c.allocated)
+            apply_claim(c, opts, &placed);
+}
+
 void Inventory::remove_node(const std::string &name) {
-    auto it = by_name_.find(name);
-    if (it == by_name_.end()) return;
-    const size_t i = it->second;
-    by_name_.erase(it);
+    const auto at = index_of(name);
+    if (!at) return;
+    const size_t i = *at;
+    NameIndex &idx = names();
+    idx.erase(name);
     if (i + 1 != nodes_.size()) {
         nodes_[i] = std::move(nodes_.back());
-        by_name_[nodes_[i].name] = i;
+        idx[nodes_[i]->name] = i;
     }
     nodes_.pop_back();
 }
@@ -238,7 +275,8 @@ void Inventory::hold_unavailable(NodeEntry &e) {
                                  Words(t.words, 0), uint64_t{1} << g);
 }
 
-void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts) {
+void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts,
+                            const std::string *only) {
     const Holder who = holder_of(c, opts);
     const std::string tag = "claim " + c.ns + "/" + c.name + ": ";
     // Fail closed: a claim on a node we track that names a device we cannot
@@ -249,7 +287,8 @@ void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts)
     };
     std::map<std::string, std::pair<Words, uint64_t>> per_node;
     for (const AllocationResult &r : c.results) {
-        NodeEntry *e = node(c.nodeName.empty() ? r.pool : c.nodeName);
+        const std::string &target = c.nodeName.empty() ? r.pool : c.nodeName;
+        NodeEntry *e = only && target != *only ? nullptr : node(target);
         if (!e || !e->topology.cpu) {
             claim_errors_.push_back(tag + "node of pool " + r.pool + " is not usable");
             continue;
@@ -324,9 +363,13 @@ bool Inventory::job_begin(const std::string &node_name, uint32_t job,
 }
 
 size_t Inventory::job_end(uint32_t job) {
+    const Holder who = Holder::of_job(job);
     size_t n = 0;
-    for (NodeEntry &e : nodes_)
-        n += e.ledger.release(Holder::of_job(job));
+    for (auto &e : nodes_) {
+        const auto &hs = e->ledger.holdings();
+        if (std::any_of(hs.begin(), hs.end(), [&](const Holding &h) { return h.who == who; }))
+            n += own(e).ledger.release(who);  // only nodes it was on get copied
+    }
     return n;
 }
 

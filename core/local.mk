@@ -10,6 +10,7 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/discovery_api.cc core/external_nodes.cc core/external_nodes.h \
 	core/c_api.cc core/c_api_bridge.h \
 	core/cpu_mask.h \
+	core/build_notes.cc core/build_notes.h \
 	core/hwloc_fixture.cc core/hwloc_fixture.h \
 	core/interned.cc core/interned.h \
 	core/inventory.cc core/inventory.h \
@@ -19,6 +20,7 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/placement_key.cc core/placement_key.h \
 	core/rank_index.cc core/rank_index.h \
 	core/pool_select.cc core/pool_select.h \
+	core/slice_devices.cc core/slice_devices.h \
 	core/slurm_map.cc core/slurm_map.h \
 	core/topology.h \
 	core/topology_build.cc core/topology_build.h \

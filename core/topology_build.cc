@@ -23,15 +23,16 @@ std::optional<int64_t> cpu_numa(AttrReader &r, const std::string &drv) {
     return r.first_int({kNumaAttr, drv + "/numaNodeID", kNetNumaAttr});
 }
 
-std::optional<RawCpu> read_individual_cpu(const Device &d, const std::string &drv,
+std::optional<RawCpu> read_individual_cpu(const SliceDevices &s, size_t i, const std::string &drv,
                                           std::string &err, Notes &notes) {
-    AttrReader r(d, err, notes);
+    AttrReader r(s, i, err, notes);
+    const std::string &name = s.name(i);
     auto cpu = r.int_attr(drv + "/cpuID", true);
     auto core = r.int_attr(drv + "/coreID", true);
     auto socket = r.int_attr(drv + "/socketID", true);
     auto numa = cpu_numa(r, drv);
     if (!numa && err.empty())
-        err = "device " + d.name + ": missing attribute " + kNumaAttr + " (nor " + drv +
+        err = "device " + name + ": missing attribute " + kNumaAttr + " (nor " + drv +
               "/numaNodeID, " + kNetNumaAttr + ")";
     auto l3 = r.int_attr(drv + "/cacheL3ID", false);
     auto type = r.str_attr(drv + "/coreType", false);
@@ -41,7 +42,7 @@ std::optional<RawCpu> read_individual_cpu(const Device &d, const std::string &dr
         return std::nullopt;
     for (int64_t v : {*cpu, *core, *socket, *numa}) {
         if (v < 0 || !fits_int32(v)) {
-            err = "device " + d.name + ": topology id out of range";
+            err = "device " + name + ": topology id out of range";
             return std::nullopt;
         }
     }
@@ -53,7 +54,7 @@ std::optional<RawCpu> read_individual_cpu(const Device &d, const std::string &dr
     // cacheL3ID -1 (no L3) or absent: each NUMA node counts as one L3 group.
     c.l3_id = l3 && *l3 >= 0 && fits_int32(*l3) ? static_cast<int32_t>(*l3) : c.numa_id;
     c.core_type = type.value_or("standard");
-    c.device = d.name;
+    c.device = name;
     c.pcie_roots = std::move(roots);
     return c;
 }
@@ -68,9 +69,10 @@ struct GroupDev {
     std::vector<std::string> pcie_roots;
 };
 
-std::optional<GroupDev> read_group(const Device &d, const std::string &drv, std::string &err,
-                                   Notes &notes) {
-    AttrReader r(d, err, notes);
+std::optional<GroupDev> read_group(const SliceDevices &s, size_t i, const std::string &drv,
+                                   std::string &err, Notes &notes) {
+    AttrReader r(s, i, err, notes);
+    const std::string &name = s.name(i);
     auto numa = cpu_numa(r, drv);
     auto socket = r.int_attr(drv + "/socketID", false);
     auto smt = r.bool_attr(drv + "/smtEnabled", false);
@@ -78,13 +80,13 @@ std::optional<GroupDev> read_group(const Device &d, const std::string &drv, std:
     std::vector<std::string> roots = r.str_list(kPcieRootAttr);
     if (!err.empty())
         return std::nullopt;
-    auto cap = parse_count(d.capacity.at(drv + "/cpu"));
+    auto cap = parse_count(*s.capacity(i, drv + "/cpu"));
     if (!cap && !num) {
-        err = "device " + d.name + ": capacity " + drv + "/cpu is not a CPU count";
+        err = "device " + name + ": capacity " + drv + "/cpu is not a CPU count";
         return std::nullopt;
     }
     GroupDev g;
-    g.name = d.name;
+    g.name = name;
     // numCPUs counts the group's CPUs; the capacity leaves out those the
     // driver reserves, which still occupy Slurm core indices.
     g.ncpus = num && *num > 0 ? *num : *cap;
@@ -95,7 +97,7 @@ std::optional<GroupDev> read_group(const Device &d, const std::string &drv, std:
     g.numa = numa && fits_int32(*numa) ? static_cast<int32_t>(*numa) : g.socket;
     g.pcie_roots = std::move(roots);
     if (g.ncpus <= 0 || g.ncpus > 65536) {
-        err = "device " + d.name + ": capacity " + drv + "/cpu out of range";
+        err = "device " + name + ": capacity " + drv + "/cpu out of range";
         return std::nullopt;
     }
     return g;
@@ -336,9 +338,9 @@ void attach_gpus(NodeTopology &t, GresOrder order) {
 namespace {
 
 // Marks the CPUs of tainted dra.cpu devices (a CPU, or a whole group).
-void mark_tainted_cpus(NodeTopology &t,
-                       const std::map<std::string, std::vector<std::string>> &tainted) {
-    const CpuTopology &c = *t.cpu;
+void mark_tainted_cpus(const CpuTopology &c,
+                       const std::map<std::string, std::vector<std::string>> &tainted,
+                       std::vector<UnavailableCpus> &out) {
     for (const auto &[reason, devices] : tainted) {
         UnavailableCpus u;
         u.reason = reason;
@@ -356,13 +358,13 @@ void mark_tainted_cpus(NodeTopology &t,
         }
         std::sort(u.cpus.begin(), u.cpus.end());
         u.cpus.erase(std::unique(u.cpus.begin(), u.cpus.end()), u.cpus.end());
-        t.unavailable_cpus.push_back(std::move(u));
+        out.push_back(std::move(u));
     }
 }
 
 // The first taint of a device that keeps new users away, "" if none.
-std::string device_taint(const Device &d) {
-    for (const DeviceTaint &x : d.taints)
+std::string device_taint(const SliceDevices &s, size_t i) {
+    for (const DeviceTaint &x : s.taints(i))
         if (std::string r = taint_reason(x); !r.empty())
             return r;
     return "";
@@ -374,22 +376,23 @@ struct CpuDevices {
     std::map<std::string, std::vector<std::string>> tainted;  // reason -> devices
 };
 
-bool read_cpu_devices(const std::vector<const ResourceSlice *> &slices, const std::string &drv,
+bool read_cpu_devices(const std::vector<const SliceDevices *> &slices, const std::string &drv,
                       CpuDevices &out, std::string &err, Notes &notes) {
-    for (const ResourceSlice *s : slices) {
-        if (s->driver != drv)
+    const std::string cpu_capacity = drv + "/cpu";
+    for (const SliceDevices *s : slices) {
+        if (s->driver() != drv)
             continue;
-        for (const Device &d : s->devices) {
-            if (d.capacity.count(drv + "/cpu")) {
-                if (auto g = read_group(d, drv, err, notes))
+        for (size_t i = 0; i < s->size(); ++i) {
+            if (s->capacity(i, cpu_capacity)) {
+                if (auto g = read_group(*s, i, drv, err, notes))
                     out.groups.push_back(std::move(*g));
-            } else if (auto c = read_individual_cpu(d, drv, err, notes)) {
+            } else if (auto c = read_individual_cpu(*s, i, drv, err, notes)) {
                 out.cpus.push_back(std::move(*c));
             }
             if (!err.empty())
                 return false;
-            if (std::string r = device_taint(d); !r.empty())
-                out.tainted[r].push_back(d.name);
+            if (std::string r = device_taint(*s, i); !r.empty())
+                out.tainted[r].push_back(s->name(i));
         }
     }
     if (!out.cpus.empty() && !out.groups.empty()) {
@@ -402,34 +405,21 @@ bool read_cpu_devices(const std::vector<const ResourceSlice *> &slices, const st
 
 }  // namespace
 
-BuildResult build_node_topology(const std::string &node,
-                                const std::vector<const ResourceSlice *> &slices,
-                                const BuildOptions &opts) {
-    BuildResult res;
-    res.topology.node = node;
-    Notes notes;
+CpuPart build_cpu_part(const std::vector<const SliceDevices *> &slices, const BuildOptions &opts) {
+    CpuPart part;
     CpuDevices cd;
-    std::string err;
-    if (!read_cpu_devices(slices, opts.cpu_driver, cd, err, notes) ||
-        !read_gpus(slices, opts, res.topology.gpus, err, notes)) {
-        res.error = err;
-        return res;
-    }
+    if (!read_cpu_devices(slices, opts.cpu_driver, cd, part.error, part.notes))
+        return part;
     const bool grouped = cd.cpus.empty() && !cd.groups.empty();
     if (grouped)
         cd.cpus = synthesize_cpus(cd.groups);
     else
         add_reserved_placeholders(cd.cpus);
-    if (cd.cpus.empty()) {  // no CPU pool (yet): GPUs alone are not placeable
-        res.ok = true;
-        res.warnings = notes.lines();
-        return res;
-    }
-    auto topo = make_cpu_topology(std::move(cd.cpus), &err);
-    if (!topo) {
-        res.error = err;
-        return res;
-    }
+    if (cd.cpus.empty())  // no CPU pool (yet)
+        return part;
+    auto topo = make_cpu_topology(std::move(cd.cpus), &part.model_error);
+    if (!topo)
+        return part;
     topo->grouped = grouped;
     if (grouped)
         index_groups(*topo);
@@ -438,9 +428,38 @@ BuildResult build_node_topology(const std::string &node,
             if (!topo->cpus[i].device.empty())
                 topo->by_device[topo->cpus[i].device] = static_cast<uint32_t>(i);
     if (auto reserved = reserved_cpu_indices(*topo); !reserved.empty())
-        res.topology.unavailable_cpus.push_back({std::move(reserved), kReservedReason});
-    res.topology.cpu = std::move(topo);
-    mark_tainted_cpus(res.topology, cd.tainted);
+        part.unavailable.push_back({std::move(reserved), kReservedReason});
+    mark_tainted_cpus(*topo, cd.tainted, part.unavailable);
+    part.cpu = std::move(topo);
+    return part;
+}
+
+BuildResult build_node_topology(const std::string &node, const CpuPart &cpu,
+                                const std::vector<const SliceDevices *> &slices,
+                                const BuildOptions &opts) {
+    BuildResult res;
+    res.topology.node = node;
+    if (!cpu.error.empty()) {
+        res.error = cpu.error;
+        return res;
+    }
+    Notes notes = cpu.notes;
+    std::string err;
+    if (!read_gpus(slices, opts, res.topology.gpus, err, notes)) {
+        res.error = err;
+        return res;
+    }
+    if (!cpu.cpu && cpu.model_error.empty()) {  // no CPU pool: GPUs alone are not placeable
+        res.ok = true;
+        res.warnings = notes.lines();
+        return res;
+    }
+    if (!cpu.cpu) {
+        res.error = cpu.model_error;
+        return res;
+    }
+    res.topology.cpu = cpu.cpu;
+    res.topology.unavailable_cpus = cpu.unavailable;
     for (const GpuInfo &g : res.topology.gpus) {
         if (opts.gres_order == GresOrder::PciBusId && g.pci_bus_id.empty()) {
             res.error = "device " + g.device + ": missing attribute " +
@@ -456,6 +475,17 @@ BuildResult build_node_topology(const std::string &node,
     res.warnings = notes.lines();
     res.ok = true;
     return res;
+}
+
+BuildResult build_node_topology(const std::string &node,
+                                const std::vector<const ResourceSlice *> &slices,
+                                const BuildOptions &opts) {
+    std::vector<PlainSliceDevices> views;
+    views.reserve(slices.size());
+    std::vector<const SliceDevices *> devices;
+    for (const ResourceSlice *s : slices)
+        devices.push_back(&views.emplace_back(*s));
+    return build_node_topology(node, build_cpu_part(devices, opts), devices, opts);
 }
 
 }  // namespace k8sdra

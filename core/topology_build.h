@@ -3,7 +3,9 @@
 // individual or grouped mode, gpu.nvidia.com, gpu.example.com).
 #pragma once
 
+#include "core/build_notes.h"
 #include "core/dra_types.h"
+#include "core/slice_devices.h"
 #include "core/topology.h"
 
 #include <memory>
@@ -62,6 +64,27 @@ struct BuildResult {
 BuildResult build_node_topology(const std::string &node,
                                 const std::vector<const ResourceSlice *> &slices,
                                 const BuildOptions &opts = {});
+
+// What a node's CPU devices alone make of it, before its GPUs are read. It
+// is the same for every node publishing the same CPU devices (most nodes of
+// a cluster), so such nodes can share one, and one CPU model.
+struct CpuPart {
+    std::string error;        // reading the CPU devices failed: nothing else counts
+    std::string model_error;  // they do not form a tree (reported after GPU errors)
+    detail::Notes notes;      // what reading them noted
+    std::shared_ptr<const CpuTopology> cpu;    // null: no CPUs, or an error
+    std::vector<UnavailableCpus> unavailable;  // reserved and tainted CPUs
+};
+
+// The CPU part of a node from its complete slices (any drivers; only
+// opts.cpu_driver's are read).
+CpuPart build_cpu_part(const std::vector<const SliceDevices *> &slices, const BuildOptions &opts);
+
+// The same as above from any form of slices, with the node's CPU part built
+// already (by build_cpu_part with the same options on the same slices).
+BuildResult build_node_topology(const std::string &node, const CpuPart &cpu,
+                                const std::vector<const SliceDevices *> &slices,
+                                const BuildOptions &opts);
 
 // Places GPUs on the CPU topology (NUMA index, socket) from numa_id and
 // sorts them into GRES order. Shared by the builder and by tests.

@@ -6,46 +6,26 @@
 namespace k8sdra {
 namespace detail {
 
-void Notes::add(const std::string &device, const std::string &what) {
-    Seen &s = seen_[what];
-    if (s.count++ == 0) {
-        s.first = device;
-        order_.push_back(what);
-    }
-}
-
-std::vector<std::string> Notes::lines() const {
-    std::vector<std::string> out;
-    for (const std::string &what : order_) {
-        const Seen &s = seen_.at(what);
-        std::string who = "device " + s.first;
-        if (s.count > 1)
-            who += " (and " + std::to_string(s.count - 1) + " more)";
-        out.push_back(who + ": " + what);
-    }
-    return out;
-}
-
 template <class T, class L>
 std::optional<T> AttrReader::get(const std::string &name, bool required, const char *type) {
-    auto it = d_.attributes.find(name);
-    if (it == d_.attributes.end()) {
+    std::optional<AttrValue> value = s_.attribute(i_, name);
+    if (!value) {
         if (required)
-            fail("device " + d_.name + ": missing attribute " + name);
+            fail("device " + name_ + ": missing attribute " + name);
         return std::nullopt;
     }
-    if (const T *v = std::get_if<T>(&it->second))
-        return *v;
-    const L *list = std::get_if<L>(&it->second);
+    if (T *v = std::get_if<T>(&*value))
+        return std::move(*v);
+    const L *list = std::get_if<L>(&*value);
     if (list && list->size() == 1)
         return T((*list)[0]);
     if (required)
-        fail("device " + d_.name + ": attribute " + name + " is not " + type);
+        fail("device " + name_ + ": attribute " + name + " is not " + type);
     else if (list)
-        notes_.add(d_.name, "attribute " + name + " has " + std::to_string(list->size()) +
+        notes_.add(name_, "attribute " + name + " has " + std::to_string(list->size()) +
                                 " values, expected one; ignored");
     else
-        notes_.add(d_.name, "attribute " + name + " is not " + type + "; ignored");
+        notes_.add(name_, "attribute " + name + " is not " + type + "; ignored");
     return std::nullopt;
 }
 
@@ -62,14 +42,14 @@ std::optional<bool> AttrReader::bool_attr(const std::string &name, bool required
 }
 
 std::vector<std::string> AttrReader::str_list(const std::string &name) {
-    auto it = d_.attributes.find(name);
-    if (it == d_.attributes.end())
+    std::optional<AttrValue> value = s_.attribute(i_, name);
+    if (!value)
         return {};
-    if (const auto *s = std::get_if<std::string>(&it->second))
-        return {*s};
-    if (const auto *l = std::get_if<AttrStrings>(&it->second))
-        return *l;
-    notes_.add(d_.name, "attribute " + name + " is not string or strings; ignored");
+    if (auto *s = std::get_if<std::string>(&*value))
+        return {std::move(*s)};
+    if (auto *l = std::get_if<AttrStrings>(&*value))
+        return std::move(*l);
+    notes_.add(name_, "attribute " + name + " is not string or strings; ignored");
     return {};
 }
 
@@ -86,7 +66,7 @@ std::optional<int64_t> AttrReader::first_int(std::initializer_list<std::string> 
             value = v;
             used = n;
         } else if (*v != *value) {
-            notes_.add(d_.name, "attributes " + used + " (" + std::to_string(*value) + ") and " +
+            notes_.add(name_, "attributes " + used + " (" + std::to_string(*value) + ") and " +
                                     n + " (" + std::to_string(*v) + ") disagree; " + used +
                                     " used");
         }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Internal to the topology builder (topology_build*.cc): typed reading of
-// device attributes in every form the drivers publish, and the per-node notes
-// about what could not be used.
+// device attributes in every form the drivers publish, from any SliceDevices.
 #pragma once
 
+#include "core/build_notes.h"
 #include "core/dra_types.h"
+#include "core/slice_devices.h"
 #include "core/topology.h"
 #include "core/topology_build.h"
 
@@ -23,29 +24,13 @@ inline constexpr const char *kPcieRootAttr = "resource.kubernetes.io/pcieRoot";
 // on main); dra.net/numaNode keeps a literal domain whatever the driver name.
 inline constexpr const char *kNetNumaAttr = "dra.net/numaNode";
 
-// Notes about one node. The same note on many devices becomes one line
-// ("device cpudev000 (and 127 more): ..."), so a node stays small.
-class Notes {
-public:
-    void add(const std::string &device, const std::string &what);
-    std::vector<std::string> lines() const;
-
-private:
-    struct Seen {
-        std::string first;
-        size_t count = 0;
-    };
-    std::map<std::string, Seen> seen_;
-    std::vector<std::string> order_;
-};
-
 // Reads typed attributes of one device. A required attribute that is missing
 // or unusable sets error (first one kept); an optional one that is unusable
 // becomes a note and reads as absent. A one-element list reads as its value.
 class AttrReader {
 public:
-    AttrReader(const Device &d, std::string &error, Notes &notes)
-        : d_(d), error_(error), notes_(notes) {}
+    AttrReader(const SliceDevices &s, size_t device, std::string &error, Notes &notes)
+        : s_(s), i_(device), name_(s.name(device)), error_(error), notes_(notes) {}
 
     std::optional<int64_t> int_attr(const std::string &name, bool required);
     std::optional<std::string> str_attr(const std::string &name, bool required);
@@ -55,14 +40,16 @@ public:
     // The first usable of `names` (preference order); a later one that
     // disagrees becomes a note.
     std::optional<int64_t> first_int(std::initializer_list<std::string> names);
-    bool has(const std::string &name) const { return d_.attributes.count(name) != 0; }
+    bool has(const std::string &name) const { return s_.has_attribute(i_, name); }
 
 private:
     template <class T, class L>
     std::optional<T> get(const std::string &name, bool required, const char *type);
     void fail(const std::string &msg);
 
-    const Device &d_;
+    const SliceDevices &s_;
+    size_t i_;
+    const std::string &name_;
     std::string &error_;
     Notes &notes_;
 };
@@ -76,7 +63,7 @@ std::string taint_reason(const DeviceTaint &t);
 // The GPU side of a node: reads the physical GPUs of the GPU drivers'
 // slices (MIG / partition devices become children of their GPU, taints make
 // a GPU unavailable). False with err set when the node cannot be used.
-bool read_gpus(const std::vector<const ResourceSlice *> &slices, const BuildOptions &opts,
+bool read_gpus(const std::vector<const SliceDevices *> &slices, const BuildOptions &opts,
                std::vector<GpuInfo> &out, std::string &err, Notes &notes);
 // After attach_gpus: NUMA node from the pcieRoot lists of the CPUs for GPUs
 // without a usable NUMA attribute; notes the GPUs left unknown.

@@ -27,9 +27,16 @@ std::optional<int64_t> gpu_number(const std::string &name, std::string *rest) {
     return parse_count(name.substr(4, end - 4));
 }
 
+// One device of a slice.
+struct DeviceRef {
+    const SliceDevices *slice = nullptr;
+    size_t index = 0;
+    explicit operator bool() const { return slice != nullptr; }
+};
+
 struct Physical {
-    const Device *whole = nullptr;        // gpu-N, or gpu-N-full
-    const Device *first_child = nullptr;  // stands in when there is no whole device
+    DeviceRef whole;        // gpu-N, or gpu-N-full
+    DeviceRef first_child;  // stands in when there is no whole device
     std::vector<std::string> children;
     std::string unavailable;
 };
@@ -37,47 +44,50 @@ struct Physical {
 using Key = std::pair<std::string, int64_t>;  // driver, N
 
 // Files a device under its physical GPU; false when it is none of ours.
-bool classify(const Device &d, const std::string &drv, std::map<Key, Physical> &gpus,
+bool classify(const DeviceRef &d, const std::string &drv, std::map<Key, Physical> &gpus,
               Notes &notes) {
+    const std::string &name = d.slice->name(d.index);
     std::string rest;
-    auto n = gpu_number(d.name, &rest);
+    auto n = gpu_number(name, &rest);
     bool whole = n && (rest.empty() || rest == "full");
     if (n && rest.empty()) {
-        auto type = d.attributes.find(drv + "/type");
-        const auto *t = type == d.attributes.end() ? nullptr
-                                                   : std::get_if<std::string>(&type->second);
+        auto type = d.slice->attribute(d.index, drv + "/type");
+        const auto *t = type ? std::get_if<std::string>(&*type) : nullptr;
         if (t && *t != "gpu") {
-            notes.add(d.name, "type " + *t + " is not a whole GPU; ignored");
+            notes.add(name, "type " + *t + " is not a whole GPU; ignored");
             return false;
         }
     }
-    for (size_t i = 0; !n && i < d.consumesCounters.size(); ++i)
-        n = gpu_number(d.consumesCounters[i].counterSet, &rest);
+    const auto &consumes = d.slice->consumes_counters(d.index);
+    for (size_t i = 0; !n && i < consumes.size(); ++i)
+        n = gpu_number(consumes[i].counterSet, &rest);
     if (!n)
         return false;
     Physical &p = gpus[{drv, *n}];
     if (whole && !p.whole) {
-        p.whole = &d;
+        p.whole = d;
     } else {
-        p.children.push_back(d.name);
+        p.children.push_back(name);
         if (!p.first_child)
-            p.first_child = &d;
+            p.first_child = d;
     }
-    for (const DeviceTaint &t : d.taints) {
+    for (const DeviceTaint &t : d.slice->taints(d.index)) {
         std::string r = taint_reason(t);
         if (!r.empty() && p.unavailable.empty())
-            p.unavailable = whole ? r : r + " on " + d.name;
+            p.unavailable = whole ? r : r + " on " + name;
     }
     return true;
 }
 
 // One GPU from its device; `whole` false: from one of its partitions.
-std::optional<GpuInfo> read_gpu(const Device &d, const std::string &drv, int64_t n, bool whole,
+std::optional<GpuInfo> read_gpu(const DeviceRef &d, const std::string &drv, int64_t n, bool whole,
                                 std::string &err, Notes &notes) {
-    AttrReader r(d, err, notes);
+    const SliceDevices &s = *d.slice;
+    const std::string &name = s.name(d.index);
+    AttrReader r(s, d.index, err, notes);
     GpuInfo g;
     g.driver = drv;
-    g.device = whole ? d.name : "gpu-" + std::to_string(n);
+    g.device = whole ? name : "gpu-" + std::to_string(n);
     // v25.3 publishes minor; later releases only name the device after it.
     g.minor = r.int_attr(drv + "/minor", false).value_or(n);
     g.uuid = r.str_attr(drv + (whole ? "/uuid" : "/parentUUID"), whole).value_or("");
@@ -88,7 +98,7 @@ std::optional<GpuInfo> read_gpu(const Device &d, const std::string &drv, int64_t
     g.pci_bus_id = bus ? *bus : r.str_attr(drv + "/pcieBusID", false).value_or("");
     std::vector<std::string> roots = r.str_list(kPcieRootAttr);
     if (roots.size() > 1)
-        notes.add(d.name, std::string("attribute ") + kPcieRootAttr + " has " +
+        notes.add(name, std::string("attribute ") + kPcieRootAttr + " has " +
                               std::to_string(roots.size()) + " values; the first is used");
     g.pcie_root = roots.empty() ? "" : roots.front();
     auto numa = r.int_attr(kNumaAttr, false);
@@ -98,40 +108,41 @@ std::optional<GpuInfo> read_gpu(const Device &d, const std::string &drv, int64_t
         g.numa_id = static_cast<int32_t>(*numa);
         g.affinity_source = AffinitySource::NumaAttribute;
     }
-    auto mem = d.capacity.find(drv + "/memory");
-    if (mem == d.capacity.end())
-        mem = d.capacity.find("memory");
-    if (mem != d.capacity.end())
-        g.memory = mem->second;
-    if (d.allowMultipleAllocations) {
+    const std::string *mem = s.capacity(d.index, drv + "/memory");
+    if (!mem)
+        mem = s.capacity(d.index, "memory");
+    if (mem)
+        g.memory = *mem;
+    if (s.allow_multiple_allocations(d.index)) {
         g.shared = true;
-        g.capacity = d.capacity;
+        g.capacity = s.capacities(d.index);
     }
     return g;
 }
 
 }  // namespace
 
-bool read_gpus(const std::vector<const ResourceSlice *> &slices, const BuildOptions &opts,
+bool read_gpus(const std::vector<const SliceDevices *> &slices, const BuildOptions &opts,
                std::vector<GpuInfo> &out, std::string &err, Notes &notes) {
     std::map<Key, Physical> gpus;
     std::set<std::string> names;
-    for (const ResourceSlice *s : slices) {
+    for (const SliceDevices *s : slices) {
         const auto &drivers = opts.gpu_drivers;
-        if (std::find(drivers.begin(), drivers.end(), s->driver) == drivers.end())
+        if (std::find(drivers.begin(), drivers.end(), s->driver()) == drivers.end())
             continue;
-        for (const Device &d : s->devices) {
-            if (!names.insert(s->driver + "/" + d.name).second) {
-                err = "device " + d.name + ": duplicate GPU";
+        for (size_t i = 0; i < s->size(); ++i) {
+            const std::string &name = s->name(i);
+            if (!names.insert(s->driver() + "/" + name).second) {
+                err = "device " + name + ": duplicate GPU";
                 return false;
             }
-            if (!classify(d, s->driver, gpus, notes))
-                notes.add(d.name, "not a GPU nor a partition of one; ignored");
+            if (!classify({s, i}, s->driver(), gpus, notes))
+                notes.add(name, "not a GPU nor a partition of one; ignored");
         }
     }
     for (auto &[key, p] : gpus) {
-        const bool whole = p.whole != nullptr;
-        auto g = read_gpu(whole ? *p.whole : *p.first_child, key.first, key.second, whole, err,
+        const bool whole = static_cast<bool>(p.whole);
+        auto g = read_gpu(whole ? p.whole : p.first_child, key.first, key.second, whole, err,
                           notes);
         if (!g)
             return false;

@@ -3,6 +3,9 @@
 
 #include "k8s_client/slice_json.h"
 
+#include <algorithm>
+#include <functional>
+
 namespace k8sdra::k8s {
 namespace {
 
@@ -169,6 +172,51 @@ std::optional<AttrValue> CompactSlice::attribute(size_t i, const std::string &qu
         if (pool.get(attrs[k].key) == qualified)
             return toValue(*this, attrs[k]);
     return std::nullopt;
+}
+
+bool CompactSlice::sameDevices(const CompactSlice &o) const {
+    // Arrays equal element by element (their offsets included): a stricter
+    // test than equal attribute maps, never a looser one.
+    auto sameDevice = [](const CompactDevice &a, const CompactDevice &b) {
+        return a.name == b.name && a.attrBegin == b.attrBegin && a.capBegin == b.capBegin &&
+               a.attrCount == b.attrCount && a.capCount == b.capCount &&
+               a.allowMultipleAllocations == b.allowMultipleAllocations;
+    };
+    auto sameAttr = [](const CompactAttr &a, const CompactAttr &b) {
+        return a.key == b.key && a.kind == b.kind && a.value == b.value;
+    };
+    auto sameCap = [](const CompactCapacity &a, const CompactCapacity &b) {
+        return a.key == b.key && a.value == b.value;
+    };
+    auto sameExtra = [](const CompactExtra &a, const CompactExtra &b) {
+        return a.device == b.device && a.taints == b.taints && a.consumesCounters == b.consumesCounters;
+    };
+    return driver == o.driver &&
+           std::equal(devices.begin(), devices.end(), o.devices.begin(), o.devices.end(), sameDevice) &&
+           std::equal(attrs.begin(), attrs.end(), o.attrs.begin(), o.attrs.end(), sameAttr) &&
+           std::equal(caps.begin(), caps.end(), o.caps.begin(), o.caps.end(), sameCap) &&
+           lists == o.lists &&
+           std::equal(extras.begin(), extras.end(), o.extras.begin(), o.extras.end(), sameExtra);
+}
+
+uint64_t CompactSlice::devicesHash() const {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+    mix(std::hash<std::string>{}(driver));
+    mix(devices.size());
+    for (const CompactDevice &d : devices) {
+        mix(std::hash<std::string>{}(d.name));
+        mix(uint64_t{d.attrCount} << 32 | d.capCount);
+    }
+    for (const CompactAttr &a : attrs) {
+        mix(uint64_t{a.key} << 8 | a.kind);
+        mix(static_cast<uint64_t>(a.value));
+    }
+    for (const CompactCapacity &c : caps)
+        mix(uint64_t{c.key} << 32 | c.value);
+    mix(lists.size());  // rare: equality tells them apart
+    mix(extras.size());
+    return h;
 }
 
 CompactSlice compactSlice(const ResourceSlice &s) {

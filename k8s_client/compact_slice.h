@@ -55,6 +55,11 @@ struct CompactSlice {
     Device expandDevice(size_t i) const;
     // The value of a qualified attribute of device i, if present.
     std::optional<AttrValue> attribute(size_t i, const std::string &qualifiedName) const;
+    // The same driver and devices (names, attributes, capacities, taints,
+    // counters; shared counters and metadata aside): all the topology
+    // builder reads of a slice. devicesHash() agrees with it.
+    bool sameDevices(const CompactSlice &o) const;
+    uint64_t devicesHash() const;
 };
 
 // Decodes a ResourceSlice object straight into the compact form.

@@ -6,17 +6,14 @@
 #include "k8s_client/claim_owner.h"
 #include "k8s_client/view_json.h"
 
-#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <map>
-#include <set>
 #include <vector>
 
 namespace k8sdra::k8s {
 namespace {
 constexpr std::chrono::milliseconds kCoalesce{200};
-constexpr size_t kBatch = 512;  // nodes rebuilt per pass over the snapshot
 constexpr std::chrono::seconds kViewInterval{2};  // the admin view file, at most this often
 }  // namespace
 
@@ -69,7 +66,7 @@ EngineFeed::EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Con
     : engine_(std::move(engine)), log_(log),
       claims_(std::make_shared<ClaimSync>(*engine_->config(), api, writer_options(*engine_->config()), log)),
       lease_(api, lease_options(*engine_->config()), writer_options(*engine_->config()).client, log),
-      watcher_(api, std::move(opts), log) {
+      watcher_(api, std::move(opts), log), updater_(*engine_->config()) {
     engine_->set_claim_sink(claims_);
     watcher_.store().onPublish([this](const std::shared_ptr<const Snapshot> &) {
         std::lock_guard lock(mu_);
@@ -122,97 +119,41 @@ void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
         log_.error(error);
 }
 
-namespace {
-
-size_t inv_nodes(const Inventory &inv) { return inv.nodes().size(); }
-
-uint64_t sig_of(const std::string &text) { return std::hash<std::string>{}(text) * 0x9e3779b97f4a7c15ULL + 1; }
-
-}  // namespace
-
 // Only the nodes whose slices or claims changed since the last inventory are
-// rebuilt: at 15,000 nodes a full build takes seconds, one node microseconds.
+// rebuilt (all of them, in one pass, for the first view).
 void EngineFeed::rebuild(const Snapshot &snap) {
-    std::map<std::string, uint64_t> sig;  // node -> order-free digest of its objects
-    size_t nclaims = 0;
-    snap.forEachSlice([&](const CompactSlice &sl) {
-        if (!sl.nodeName.empty()) sig[sl.nodeName] += sig_of("s/" + sl.driver + "/" + sl.name + "@" + sl.resourceVersion);
-    });
-    snap.forEachClaim([&](const ClaimHolding &c) {
-        ++nclaims;
-        if (!c.allocated) return;
-        for (const auto &n : claimNodes(c)) sig[n] += sig_of("c/" + c.ns + "/" + c.name + "@" + c.resourceVersion);
-    });
-    std::vector<std::string> changed;
-    for (const auto &[node, digest] : sig) {
-        auto it = node_sigs_.find(node);
-        if (it == node_sigs_.end() || it->second != digest) changed.push_back(node);
-    }
-    for (const auto &[node, digest] : node_sigs_)
-        if (!sig.count(node)) changed.push_back(node);
+    const auto start = std::chrono::steady_clock::now();
+    InventoryUpdater::Update u = updater_.update(snap);
     published_version_ = snap.version;
-    if (last_ && changed.empty()) {  // nothing Slurm sees changed
+    if (!u.inventory) {  // nothing Slurm sees changed
         if (healthy()) engine_->mark_fresh();
         return;
     }
-    InventoryOptions io;
-    io.job_label = kLabelJob;
-    io.gres_order = engine_->config()->gres_by_pci_bus ? GresOrder::PciBusId : GresOrder::Minor;
-    io.cpu_driver = engine_->config()->cpu_driver;
-    io.gpu_drivers = engine_->config()->gpu_drivers;
-    auto next = std::make_shared<Inventory>(last_ ? *last_ : Inventory());
-    // In batches, so that only a batch of nodes is ever expanded from the
-    // compact slices at a time (the first inventory has every node changed).
-    for (size_t first = 0; first < changed.size(); first += kBatch) {
-        const std::vector<std::string> batch(changed.begin() + first,
-                                             changed.begin() + std::min(changed.size(), first + kBatch));
-        const std::set<std::string> wanted(batch.begin(), batch.end());
-        std::map<std::string, std::vector<ResourceSlice>> slices;
-        snap.forEachSlice([&](const CompactSlice &sl) {
-            if (wanted.count(sl.nodeName)) slices[sl.nodeName].push_back(sl.expand());
-        });
-        std::map<std::string, std::vector<ClaimHolding>> claims;
-        snap.forEachClaim([&](const ClaimHolding &c) {
-            if (!c.allocated) return;
-            for (const auto &n : claimNodes(c)) {
-                if (!wanted.count(n)) continue;
-                // Only our own claims stand for Slurm jobs (which Slurm
-                // tracks itself); every other claim is a pod's, whatever
-                // its labels say.
-                ClaimHolding copy = c;
-                copy.labels.erase(kLabelJob);
-                if (const uint32_t job = ownClaimJob(c, *engine_->config()))
-                    copy.labels[kLabelJob] = std::to_string(job);
-                claims[n].push_back(std::move(copy));
-            }
-        });
-        next->rebuild_nodes(batch, slices, claims, io);
-        for (const auto &e : next->claim_errors()) log_.error(e);
-        // What the model could not use of a node's slices, once per node
-        // (again only when it changes).
-        for (const std::string &name : batch) {
-            const NodeEntry *e = next->node(name);
-            if (!e) {  // gone from the inventory: nothing to remember
-                warned_.erase(name);
-                continue;
-            }
-            uint64_t h = 0;
-            for (const std::string &w : e->warnings) h = h * 31 + std::hash<std::string>{}(w);
-            auto [it, fresh] = warned_.try_emplace(name, 0);
-            if (!e->warnings.empty() && (fresh || it->second != h))
-                for (const std::string &w : e->warnings) log_.debug("node " + name + ": " + w);
-            it->second = h;
+    for (const auto &e : u.inventory->claim_errors()) log_.error(e);
+    // What the model could not use of a node's slices, once per node (again
+    // only when it changes).
+    for (const std::string &name : u.rebuilt) {
+        const NodeEntry *e = u.inventory->node(name);
+        if (!e) {  // gone from the inventory: nothing to remember
+            warned_.erase(name);
+            continue;
         }
+        uint64_t h = 0;
+        for (const std::string &w : e->warnings) h = h * 31 + std::hash<std::string>{}(w);
+        auto [it, fresh] = warned_.try_emplace(name, 0);
+        if (!e->warnings.empty() && (fresh || it->second != h))
+            for (const std::string &w : e->warnings) log_.debug("node " + name + ": " + w);
+        it->second = h;
     }
-    std::shared_ptr<const Inventory> inv = std::move(next);
-    last_ = inv;
-    node_sigs_ = std::move(sig);
+    const size_t nodes = u.inventory->nodes().size();
     // A new view counts as in sync only while every informer is: one
     // informer down must not be hidden by another's changes.
-    engine_->publish(std::move(inv), healthy());
+    engine_->publish(std::move(u.inventory), healthy());
     view_pending_ = true;
-    log_.verbose("inventory " + std::to_string(snap.version) + ": " + std::to_string(inv_nodes(*last_)) +
-                 " nodes (" + std::to_string(changed.size()) + " rebuilt), " + std::to_string(nclaims) + " claims");
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    log_.verbose("inventory " + std::to_string(snap.version) + ": " + std::to_string(nodes) + " nodes (" +
+                 std::to_string(u.rebuilt.size()) + " rebuilt in " + std::to_string(ms.count()) + " ms), " +
+                 std::to_string(u.claims) + " claims");
 }
 
 void EngineFeed::run() {
@@ -220,8 +161,10 @@ void EngineFeed::run() {
     while (!stopping_) {
         cv_.wait_for(lock, std::chrono::seconds(1), [this] { return dirty_ || stopping_; });
         // Let a burst of events (every Slurm job writes and deletes claims)
-        // make one inventory instead of one each.
-        if (dirty_) cv_.wait_for(lock, kCoalesce, [this] { return stopping_; });
+        // make one inventory instead of one each. Before the first view the
+        // informers publish only when a list completes: no burst to wait for.
+        if (dirty_ && published_version_)
+            cv_.wait_for(lock, kCoalesce, [this] { return stopping_; });
         if (stopping_) break;
         dirty_ = false;
         lock.unlock();
@@ -234,7 +177,7 @@ void EngineFeed::run() {
             if (engine_->config()->node_discovery) publish_nodes(*snap);
             const auto now = std::chrono::steady_clock::now();
             if (view_pending_ && now - last_view_ >= kViewInterval) {
-                write_view(*last_, published_version_);
+                write_view(*updater_.current(), published_version_);
                 view_pending_ = false;
                 last_view_ = now;
             }

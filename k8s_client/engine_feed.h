@@ -8,6 +8,7 @@
 #include "core/feed.h"
 #include "k8s_client/claim_sync.h"
 #include "k8s_client/config.h"
+#include "k8s_client/inventory_update.h"
 #include "k8s_client/inventory_watcher.h"
 #include "k8s_client/lease.h"
 #include "k8s_client/log.h"
@@ -57,8 +58,7 @@ private:
     std::map<std::string, KubeNodeState> last_nodes_;  // published to the engine last
     bool nodes_synced_ = false;
     uint64_t published_version_ = 0;
-    std::shared_ptr<const Inventory> last_;     // the inventory published last
-    std::map<std::string, uint64_t> node_sigs_; // per node: digest of its slices and claims
+    InventoryUpdater updater_;                  // holds the inventory published last
     std::map<std::string, uint64_t> warned_;    // per node: digest of the warnings logged
     std::chrono::steady_clock::time_point last_reconcile_{};
     std::chrono::steady_clock::time_point last_view_{};

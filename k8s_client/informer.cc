@@ -3,6 +3,10 @@
 
 #include "k8s_client/api_status.h"
 #include "k8s_client/json_stream.h"
+#include "k8s_client/list_page.h"
+
+#include <future>
+#include <system_error>
 
 namespace k8sdra::k8s {
 
@@ -93,11 +97,26 @@ bool Informer::list(Client &c, std::string &rv) {
     std::string cont;
     std::string listRv;
     int restarts = 0;
-    for (bool more = true; more && !stop_->stopped();) {
+    auto page = [&](const std::string &token) {
         std::string extra = "limit=" + std::to_string(opts_.pageSize);
-        if (!cont.empty())
-            extra += "&continue=" + urlEncode(cont);
-        HttpResponse r = c.get(query(extra));
+        if (!token.empty())
+            extra += "&continue=" + urlEncode(token);
+        return query(extra);
+    };
+    // The next page, asked for while this one is decoded: the server makes
+    // it meanwhile. Requests stay one at a time on the one client; the
+    // future's destructor waits for it on every way out.
+    std::future<HttpResponse> ahead;
+    std::string aheadToken;
+    for (bool more = true; more && !stop_->stopped();) {
+        HttpResponse r;
+        if (ahead.valid() && aheadToken == cont)
+            r = ahead.get();
+        else {
+            if (ahead.valid())
+                ahead.get();  // asked for another page than this one's: dropped
+            r = c.get(page(cont));
+        }
         if (r.aborted)
             return false;
         if (r.status == 410 && !cont.empty() && restarts++ < 3) {
@@ -116,12 +135,20 @@ bool Informer::list(Client &c, std::string &rv) {
             return false;
         }
         ++stats_.pages;
-        rapidjson::Document page;
-        json::parseInsitu(page, r.body);
-        const rapidjson::Value &meta = json::requireObject(page, "metadata", "list");
+        if (auto next = peekContinue(r.body); next && !next->empty()) {
+            aheadToken = *next;
+            try {
+                ahead = std::async(std::launch::async, [&c, q = page(*next)] { return c.get(q); });
+            } catch (const std::system_error &) {
+                // no thread to spare: this page first, then the next one
+            }
+        }
+        rapidjson::Document doc;
+        json::parseInsitu(doc, r.body);
+        const rapidjson::Value &meta = json::requireObject(doc, "metadata", "list");
         listRv = json::getString(meta, "resourceVersion");
         cont = json::getString(meta, "continue");
-        const rapidjson::Value *items = json::member(page, "items");
+        const rapidjson::Value *items = json::member(doc, "items");
         if (items && items->IsArray())
             for (const auto &item : items->GetArray())
                 handler_.listItem(item);

@@ -12,6 +12,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/holder_pod.cc k8s_client/holder_pod.h \
 	k8s_client/holder_writer.cc \
 	k8s_client/compact_slice.cc k8s_client/compact_slice.h \
+	k8s_client/compact_devices.cc k8s_client/compact_devices.h \
 	k8s_client/config.cc k8s_client/config.h \
 	k8s_client/cow_map.h \
 	k8s_client/http_client.cc k8s_client/http_client.h \
@@ -21,6 +22,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/json.cc k8s_client/json.h \
 	k8s_client/kube_node.cc k8s_client/kube_node.h \
 	k8s_client/json_stream.cc k8s_client/json_stream.h \
+	k8s_client/list_page.cc k8s_client/list_page.h \
 	k8s_client/lease.cc k8s_client/lease.h \
 	k8s_client/log.h \
 	k8s_client/slice_json.cc k8s_client/slice_json.h \
@@ -28,6 +30,8 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/string_pool.cc k8s_client/string_pool.h \
 	k8s_client/stopper.h \
 	k8s_client/engine_feed.cc k8s_client/engine_feed.h \
+	k8s_client/inventory_update.cc k8s_client/inventory_update.h \
+	k8s_client/node_builder.cc k8s_client/node_builder.h \
 	k8s_client/job_claims.cc k8s_client/job_claims.h \
 	k8s_client/claim_sync.cc k8s_client/claim_sync.h \
 	k8s_client/view_json.cc k8s_client/view_json.h
@@ -54,6 +58,8 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_driver_variants_tests.cc \
 	testsuite/unit/client_job_claims_tests.cc \
 	testsuite/unit/client_holder_pod_tests.cc \
+	testsuite/unit/client_list_page_tests.cc \
+	testsuite/unit/client_node_builder_tests.cc \
 	testsuite/unit/client_kube_node_tests.cc
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'

@@ -277,3 +277,26 @@ TEST_CASE("cpuset text", "[ledger]") {
     CHECK_FALSE(parse_cpuset("", &ids));
     CHECK_FALSE(parse_cpuset("1,,2", &ids));
 }
+
+TEST_CASE("inventory copies share unchanged nodes and copy one before changing it", "[ledger]") {
+    std::vector<ResourceSlice> slices{slice("n1", kCpuDriver, small_smt_cpus()),
+                                      slice("n2", kCpuDriver, small_smt_cpus())};
+    const Inventory first = Inventory::build(slices, {});
+    Inventory copy = first;
+    const Inventory &read = copy;
+    CHECK(read.node("n1") == first.node("n1"));  // the same object, not a copy of it
+    std::string err;
+    REQUIRE(copy.job_begin("n1", 7, {0, 1}, {}, &err));
+    CHECK(read.node("n1") != first.node("n1"));
+    CHECK(read.node("n1")->ledger.free_cpu_count() + 2 == first.node("n1")->ledger.free_cpu_count());
+    CHECK(read.node("n2") == first.node("n2"));
+    // ending the job copies only the node it was on
+    Inventory later = copy;
+    const Inventory &after = later;
+    CHECK(later.job_end(7) == 1);
+    CHECK(after.node("n2") == first.node("n2"));
+    CHECK(read.node("n1")->ledger.job_holdings() == 1);
+    CHECK(after.node("n1")->ledger.job_holdings() == 0);
+    CHECK(later.job_end(7) == 0);
+    CHECK(after.nodes().size() == 2);
+}
