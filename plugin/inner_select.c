@@ -9,7 +9,7 @@
 
 #include "inner_select.h"
 
-k8s_inner_common_t *k8s_inner;
+k8s_inner_shared_t *k8s_inner;
 
 static plugin_context_t *inner_context;
 

@@ -19,10 +19,13 @@ select_k8s_cons_tres_la_SOURCES = \
 if SLURM_ABI_22_05
 select_k8s_cons_tres_la_SOURCES += plugin/select_22_05.c
 endif
+if SLURM_ABI_23_11
+select_k8s_cons_tres_la_SOURCES += plugin/select_23_11.c
+endif
 if SLURM_ABI_25_05
 select_k8s_cons_tres_la_SOURCES += plugin/select_25_05.c
 endif
-EXTRA_DIST += plugin/select_22_05.c plugin/select_25_05.c
+EXTRA_DIST += plugin/select_22_05.c plugin/select_23_11.c plugin/select_25_05.c
 # Slurm's own config.h must win over anything of ours; its headers trip
 # -Wunused-parameter and -Wsign-compare in inline helpers we do not own.
 select_k8s_cons_tres_la_CPPFLAGS = -I$(SLURM_SRC) -I$(SLURM_SRC)/src/common \

@@ -1,9 +1,10 @@
 /*
  * select_common.h - the shared face of select/k8s_cons_tres: what every ABI
- * family adapter (select_22_05.c, select_25_05.c) forwards to, and what
- * each must provide. select_common.c holds the entry points that every
- * supported release has with the same arguments; an adapter holds only
- * those of its family that differ, and the plugin_id.
+ * family adapter (select_22_05.c, select_23_11.c, select_25_05.c) forwards
+ * to, and what each must provide. select_common.c holds the entry points
+ * that every supported release, or several families, have with the same
+ * arguments; an adapter holds only those of its family alone, and the
+ * plugin_id.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -19,8 +20,17 @@
  */
 extern int k8s_adapter_init(void);
 
-/* One job_test: the arguments every family passes, and the adapter's way
- * of calling cons_tres with a given cluster-wide core exclusion. */
+/*
+ * The plugin_id of the families whose slurmctld loads every select plugin
+ * in PluginDir and refuses two with one id (22.05 through 24.11), so that
+ * it cannot be cons_tres's 109: unused by Slurm (101-110 are taken), "k8"
+ * in ASCII.
+ */
+#define K8S_OWN_PLUGIN_ID 0x6b38
+
+/* One job_test: the arguments every family passes, and the family's way
+ * of calling cons_tres with a given cluster-wide core exclusion (22.05: the
+ * adapter's; 23.11 on: select_common.c's). */
 typedef struct k8s_job_test k8s_job_test_t;
 struct k8s_job_test {
 	job_record_t *job_ptr;

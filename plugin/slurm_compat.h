@@ -6,8 +6,10 @@
  *
  * Entry points (which select_p_* the loader looks up, with which arguments,
  * and the plugin_id) are not here: they are the ABI family adapters'
- * (select_22_05.c, select_25_05.c). configure builds only for releases that
- * have an adapter, so the releases between the families are never seen here.
+ * (select_22_05.c, select_23_11.c, select_25_05.c) and, where families
+ * share them, select_common.c's. configure builds only for releases that
+ * have an adapter, so the releases between the families (22.06-23.02) are
+ * never seen here.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -51,7 +53,7 @@ typedef struct hostlist k8s_hostlist_t;
 
 /*
  * 26.05 starts threads through its threadpool (a name first) and wants them
- * joined through it; 22.05 and 25.11 create a plain pthread.
+ * joined through it; 22.05, 24.11 and 25.11 create a plain pthread.
  */
 #if K8S_SLURM_AT_LEAST(26, 5, 0)
 #include "src/common/threadpool.h"

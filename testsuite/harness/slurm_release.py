@@ -9,8 +9,8 @@ slurmctld and slurmd, and its commands come first on PATH: a client must
 speak its slurmctld's protocol.
 
 The plugin loads into the release it was built for only, and is built for
-the releases in PLUGIN_RELEASES (an adapter per ABI family: 22.05, and
-25.05-26.05). Which build a cluster of a private release loads
+the releases in PLUGIN_RELEASES (an adapter per ABI family: 22.05,
+23.11-24.11 and 25.05-26.05). Which build a cluster of a private release loads
 (Release.find_plugin):
   $K8S_CONS_TRES_PLUGIN_<VERSION>  (dots as underscores, e.g.
                                     K8S_CONS_TRES_PLUGIN_26_05_3=/src/build-s2605/.libs/select_k8s_cons_tres.so)
@@ -34,7 +34,7 @@ INSTALLED = "22.05.8"
 PRIVATE = ("24.11.5", "25.11.7", "26.05.3")  # as `build-aux/slurm-release.sh --list`
 RELEASES = (INSTALLED,) + PRIVATE
 # Releases with an ABI family adapter in plugin/ (configure refuses others).
-PLUGIN_RELEASES = (INSTALLED, "25.11.7", "26.05.3")
+PLUGIN_RELEASES = (INSTALLED, "24.11.5", "25.11.7", "26.05.3")
 PLUGIN_NAME = "select_k8s_cons_tres.so"
 TOP = Path(__file__).resolve().parents[2]
 

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """select/k8s_cons_tres in the Slurm releases beyond the installed 22.05.8
-that it is built for (the 25.05-26.05 ABI family: 25.11.7, 26.05.3), each
-through that release's own slurmctld, slurmd and commands: jobs on every
-node, what pods hold (CPUs and GPUs) never given to a job, claims and holder
-pods equal to Slurm's allocation, the admin view file, reconciliation after
-slurmctld's kill -9 and restart, and the failure policy (API server down:
-Kubernetes nodes take no new job; back: they do).
+that it is built for (the 23.11-24.11 ABI family: 24.11.5; the 25.05-26.05
+family: 25.11.7, 26.05.3), each through that release's own slurmctld, slurmd
+and commands: the build exports exactly what the release's loader looks up,
+jobs on every node, what pods hold (CPUs and GPUs) never given to a job,
+claims and holder pods equal to Slurm's allocation, the admin view file,
+reconciliation after slurmctld's kill -9 and restart, and the failure policy
+(API server down: Kubernetes nodes take no new job; back: they do).
 
 The plugin build a release loads: $K8S_CONS_TRES_PLUGIN_<VERSION> (dots as
 underscores: K8S_CONS_TRES_PLUGIN_26_05_3=<build>/.libs/select_k8s_cons_tres.so),
@@ -17,6 +18,7 @@ that a failure.
 """
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,19 @@ def require(version) -> slurm_release.Release:
     return release
 
 
+@pytest.mark.parametrize("version", RELEASES)
+def test_plugin_exports_what_the_release_loader_looks_up(version):
+    """check-plugin-exports.sh against the release's own source tree
+    (node_select_syms[]) and its libslurmfull and slurmctld."""
+    release = require(version)
+    plugin = release.find_plugin()
+    env = dict(os.environ, SLURM_SRC=str(release.dir / "src"), SLURM_PREFIX=str(release.prefix))
+    res = subprocess.run([str(slurm_release.TOP / "testsuite" / "check-plugin-exports.sh"), str(plugin)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "PASS" in res.stdout, res.stdout
+
+
 @pytest.fixture(scope="module", params=RELEASES)
 def release_cluster(request):
     """The demo fixture (pods hold some CPUs and GPUs) under the plugin, in
@@ -82,7 +97,8 @@ def test_runs_jobs_on_every_node(no_jobs_left):
     config = c.run("scontrol", "show", "config").stdout
     assert re.search(rf"^SLURM_VERSION\s+=\s+{re.escape(version)}$", config, re.M), config
     assert re.search(r"^SelectType\s+=\s+select/k8s_cons_tres$", config, re.M), config
-    # CR_Core: slurmctld takes it only from a select plugin with cons_tres's id
+    # CR_Core: 25.05+ slurmctld takes it only from a select plugin with
+    # cons_tres's id (24.11: from any but select/linear's id)
     assert re.search(r"^SelectTypeParameters\s+=\s+CR_CORE_MEMORY$", config, re.M), config
     log = (c.run_dir / "log" / "slurmctld.log").read_text()
     assert "select/k8s_cons_tres: starting in slurmctld" in log
