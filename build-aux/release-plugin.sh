@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Build select/k8s_cons_tres for one private Slurm release: the release
+# itself once (build-aux/slurm-release.sh, cached), then the plugin in
+# build-slurm-VERSION beside the tree's own build (configured once).
+# Prints that build directory. Used by testsuite/run-tests and the demo.
+# Usage: release-plugin.sh VERSION
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -eq 1 ] || { echo "usage: release-plugin.sh VERSION" >&2; exit 2; }
+v=$1
+"$top/build-aux/slurm-release.sh" "$v" >/dev/null
+dir="$top/build-slurm-$v"
+mkdir -p "$dir"
+cd "$dir"
+[ -f Makefile ] || "$top/configure" --with-slurm="$v" >/dev/null
+make -j"$(nproc)" select_k8s_cons_tres.la >/dev/null
+echo "$dir"
