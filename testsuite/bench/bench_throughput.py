@@ -5,14 +5,19 @@ the local harness, same job stream, same run (a benchmark, not a test).
 
 For each select plugin: bring a cluster up from the fixture (with the test
 API server and its pods in both runs), submit the same stream of short jobs
-as one job array, wait until all have completed, and read sdiag. Prints jobs
-per second to completion, the main and backfill scheduler cycle times, the
-ResourceClaims written and deleted, and the ratios k8s_cons_tres/cons_tres.
+as one job array, wait until all have completed, and read sdiag. The two
+alternate, cons_tres then k8s_cons_tres, --pairs times (the machine is
+shared and noisy); printed per metric: the median [min-max] of each side's
+runs and of the per-pair ratios k8s_cons_tres/cons_tres. Jobs per second to
+completion, the main and backfill scheduler cycle times, and the claim
+writes that failed. --slurm runs that release's daemons (the plugin built
+for it: build-aux/release-plugin.sh VERSION).
 
-    testsuite/bench/bench_throughput.py [--jobs 2000] [--fixture FILE]
+    testsuite/bench/bench_throughput.py [--jobs 2000] [--pairs 3] [--slurm VERSION] [--fixture FILE]
 """
 import argparse
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -42,10 +47,10 @@ def pending_or_running(cluster) -> int:
     return len(out.split())
 
 
-def run(select: str, fixture: str, jobs: int) -> dict:
+def run(select: str, fixture: str, jobs: int, slurm=None) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-bench-{select}-"))
     try:
-        c.up(fixture, select=select)
+        c.up(fixture, select=select, slurm=slurm)
         if select == "k8s_cons_tres":
             log = c.run_dir / "log" / "slurmctld.log"
             wait_for(lambda: "inventory" in log.read_text(), timeout=60, what="the first inventory")
@@ -67,20 +72,41 @@ def run(select: str, fixture: str, jobs: int) -> dict:
         c.down()
 
 
+def spread(values) -> str:
+    values = [v for v in values if v == v]  # no NaN
+    if not values:
+        return "-"
+    f = (lambda v: f"{v:.0f}") if max(values) >= 100 else (lambda v: f"{v:.2f}")
+    return f"{f(statistics.median(values))} [{f(min(values))}-{f(max(values))}]"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--jobs", type=int, default=2000)
+    p.add_argument("--pairs", type=int, default=3, help="cons_tres/k8s_cons_tres pairs, interleaved (>= 1)")
+    p.add_argument("--slurm", default=None, help="the Slurm release (default: the installed one)")
     p.add_argument("--fixture", default=str(HERE.parent / "fixtures" / "demo.json"))
     args = p.parse_args()
-    base = run("cons_tres", args.fixture, args.jobs)
-    ours = run("k8s_cons_tres", args.fixture, args.jobs)
+    if args.pairs < 1:
+        p.error("--pairs must be at least 1")
+    pairs = []
+    for i in range(args.pairs):
+        base = run("cons_tres", args.fixture, args.jobs, args.slurm)
+        ours = run("k8s_cons_tres", args.fixture, args.jobs, args.slurm)
+        print(f"pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
+              f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
+        pairs.append((base, ours))
     keys = ["seconds", "jobs_per_s", "main_mean_us", "main_max_us", "bf_mean_us", "bf_max_us"]
-    print(f"| {'metric':<14} | {'cons_tres':>12} | {'k8s_cons_tres':>14} | {'ratio':>7} |")
-    print(f"|{'-' * 16}|{'-' * 14}|{'-' * 16}|{'-' * 9}|")
+    print(f"| {'metric':<14} | {'cons_tres':>22} | {'k8s_cons_tres':>22} | {'ratio per pair':>22} |")
+    print(f"|{'-' * 16}|{'-' * 24}|{'-' * 24}|{'-' * 24}|")
     for k in keys:
-        ratio = ours[k] / base[k] if base[k] else float("nan")
-        print(f"| {k:<14} | {base[k]:>12.1f} | {ours[k]:>14.1f} | {ratio:>7.2f} |")
-    print(f"\n{args.jobs} jobs (-c2, one array) per run; claim writes that failed: {ours.get('claims_failed', 0)}")
+        ratios = [o[k] / b[k] if b[k] else float("nan") for b, o in pairs]
+        print(f"| {k:<14} | {spread([b[k] for b, _ in pairs]):>22} | "
+              f"{spread([o[k] for _, o in pairs]):>22} | {spread(ratios):>22} |")
+    failed = sum(o.get("claims_failed", 0) for _, o in pairs)
+    release = args.slurm or "installed"
+    print(f"\nSlurm {release}; {args.jobs} jobs (-c2, one array) per run, {args.pairs} pairs "
+          f"(A B A B); median [min-max]; claim writes that failed: {failed}")
     return 0
 
 
