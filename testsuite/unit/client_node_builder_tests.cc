@@ -7,6 +7,7 @@
 #include "k8s_client/claim_json.h"
 #include "k8s_client/claim_owner.h"
 #include "k8s_client/inventory_update.h"
+#include "testsuite/unit/core_test_util.h"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@
 
 using namespace k8sdra;
 using namespace k8sdra::k8s;
+using k8sdra::test::slice;
 
 namespace {
 
@@ -166,16 +168,6 @@ std::vector<Device> gpu_devices(Rng &rng, int node, int numas, bool roots) {
     return out;
 }
 
-ResourceSlice slice(const std::string &node, const std::string &driver, const std::string &suffix,
-                    std::vector<Device> devices, int64_t generation = 1, int64_t count = 1) {
-    ResourceSlice s;
-    s.name = node + "-" + driver + "-" + suffix;
-    s.driver = driver;
-    s.nodeName = node;
-    s.pool = {node, generation, count};
-    s.devices = std::move(devices);
-    return s;
-}
 
 // A random cluster in the informers' form, changed at random.
 class Cluster {
@@ -206,22 +198,22 @@ public:
             if (chance(rng_, 0.1) && cpus.size() > 1) {  // one pool in two slices
                 std::vector<Device> rest(cpus.begin() + long(cpus.size() / 2), cpus.end());
                 cpus.resize(cpus.size() / 2);
-                out.push_back(slice(node, "dra.cpu", "a", cpus, 2, 2));
+                out.push_back(slice(node, "dra.cpu", cpus, 2, 2, "a"));
                 if (!chance(rng_, 0.3))  // else incomplete
-                    out.push_back(slice(node, "dra.cpu", "b", rest, 2, 2));
+                    out.push_back(slice(node, "dra.cpu", rest, 2, 2, "b"));
                 if (chance(rng_, 0.3))  // a stale slice of an older generation
-                    out.push_back(slice(node, "dra.cpu", "old", cpu_devices(kLayouts[2], {}), 1, 1));
+                    out.push_back(slice(node, "dra.cpu", cpu_devices(kLayouts[2], {}), 1, 1, "old"));
             } else {
-                out.push_back(slice(node, "dra.cpu", "0", cpus));
+                out.push_back(slice(node, "dra.cpu", cpus, 1, 1, "0"));
             }
         }
         std::vector<Device> gpus = gpu_devices(rng_, id, l.sockets * l.numa_per_socket, l.roots);
         if (!gpus.empty()) {
             if (chance(rng_, 0.05)) {  // the same GPU in two slices of one pool
-                out.push_back(slice(node, "gpu.nvidia.com", "a", gpus, 1, 2));
-                out.push_back(slice(node, "gpu.nvidia.com", "b", {gpus.front()}, 1, 2));
+                out.push_back(slice(node, "gpu.nvidia.com", gpus, 1, 2, "a"));
+                out.push_back(slice(node, "gpu.nvidia.com", {gpus.front()}, 1, 2, "b"));
             } else {
-                out.push_back(slice(node, "gpu.nvidia.com", "0", gpus));
+                out.push_back(slice(node, "gpu.nvidia.com", gpus, 1, 1, "0"));
             }
         }
         for (ResourceSlice &s : out) {
@@ -546,7 +538,7 @@ std::vector<ResourceSlice> synthetic_node(int i) {
         d.capacity = {{"gpu.nvidia.com/memory", "80Gi"}};
         gpus.push_back(std::move(d));
     }
-    auto a = slice(node, "dra.cpu", "0", cpus), b = slice(node, "gpu.nvidia.com", "0", gpus);
+    auto a = slice(node, "dra.cpu", cpus, 1, 1, "0"), b = slice(node, "gpu.nvidia.com", gpus, 1, 1, "0");
     a.resourceVersion = std::to_string(2 * i + 1);
     b.resourceVersion = std::to_string(2 * i + 2);
     return {a, b};
