@@ -19,8 +19,10 @@ std::string statusOf(const HttpResponse &r) {
 std::string uidIn(const std::string &body) {
     rapidjson::Document doc;
     json::parse(doc, body);
-    auto meta = doc.IsObject() ? doc.FindMember("metadata") : doc.MemberEnd();
-    return doc.IsObject() && meta != doc.MemberEnd() ? json::getString(meta->value, "uid") : "";
+    // json::member, not an iterator comparison: clang's C++20 mode calls
+    // RapidJSON's non-const member iterators' != ambiguous.
+    const rapidjson::Value *meta = doc.IsObject() ? json::member(doc, "metadata") : nullptr;
+    return meta && meta->IsObject() ? json::getString(*meta, "uid") : "";
 }
 
 }  // namespace
