@@ -110,9 +110,14 @@ def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     kinds = by_kind(docs(kustomize(BASE)))
     binding, read = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
     assert binding["metadata"]["name"].endswith("-binding")
+    # Node objects: read by NodeDiscovery=external only (cordon, Ready,
+    # allocatable memory); nothing is written to them.
     assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
                               "resources": ["resourceslices",
                                             "resourceclaims"],
+                              "verbs": ["list", "watch"]},
+                             {"apiGroups": [""],
+                              "resources": ["nodes"],
                               "verbs": ["list", "watch"]}]
     # checked by Kubernetes 1.36+ at cluster scope: a Role cannot grant it
     assert binding["rules"] == [{"apiGroups": ["resource.k8s.io"],
