@@ -3,7 +3,6 @@
 
 #include "core/k8sdra.h"
 #include "k8s_client/claim_json.h"
-#include "k8s_client/claim_owner.h"
 #include "k8s_client/view_json.h"
 
 #include <cctype>
