@@ -22,11 +22,13 @@ bool copy_out(const std::vector<T> &from, T *to, size_t cap, size_t *n) {
     return true;
 }
 
-k8sdra::JobAlloc job_alloc(uint32_t job_id, const char *user,
+k8sdra::JobAlloc job_alloc(uint32_t job_id, const char *user, const char *external_comment,
                           const struct k8sdra_job_node *nodes, size_t nnodes) {
     k8sdra::JobAlloc job;
     job.job_id = job_id;
     job.user = user ? user : "";
+    job.external = external_comment != nullptr;
+    job.admin_comment = external_comment ? external_comment : "";
     for (size_t i = 0; nodes && i < nnodes; ++i) {
         k8sdra::JobNodeAlloc n;
         n.node = nodes[i].node ? nodes[i].node : "";
@@ -126,13 +128,13 @@ extern "C" int k8sdra_view_node(const char *node, const struct k8sdra_slurm_node
     return K8SDRA_EINTERNAL;
 }
 
-extern "C" int k8sdra_job_started(uint32_t job_id, const char *user,
+extern "C" int k8sdra_job_started(uint32_t job_id, const char *user, const char *external_comment,
                                   const struct k8sdra_job_node *nodes, size_t nnodes,
                                   char *err, size_t errlen) {
     set_text(err, errlen, "");
     try {
         if (auto engine = k8sdra::running_engine())
-            engine->job_started(job_alloc(job_id, user, nodes, nnodes));
+            engine->job_started(job_alloc(job_id, user, external_comment, nodes, nnodes));
         return K8SDRA_OK;
     } catch (const std::exception &e) {
         set_text(err, errlen, std::string("cannot queue the claims: ") + e.what());
@@ -159,11 +161,11 @@ extern "C" void k8sdra_jobs_known_begin(void) {
     }
 }
 
-extern "C" int k8sdra_jobs_known_add(uint32_t job_id, const char *user,
+extern "C" int k8sdra_jobs_known_add(uint32_t job_id, const char *user, const char *external_comment,
                                      const struct k8sdra_job_node *nodes, size_t nnodes) {
     try {
         std::lock_guard lock(known_mu);
-        known_jobs.push_back(job_alloc(job_id, user, nodes, nnodes));
+        known_jobs.push_back(job_alloc(job_id, user, external_comment, nodes, nnodes));
         return K8SDRA_OK;
     } catch (...) {
         return K8SDRA_EINTERNAL;

@@ -103,6 +103,10 @@ struct ClaimHolding {
     std::string nodeName;                         // from allocation.nodeSelector, "" if none
     std::string opaqueCpuset;                     // dra.cpu opaque cpuset config, "" if none
     std::vector<std::string> reservedForPods;     // status.reservedFor: uids of the pods
+    std::vector<std::string> reservedForPodNames; // and their names, in the same order
+    // Set by k8s_client, never decoded: the Slurm job whose slurm-bridge pod
+    // this claim is reserved for (bridge_job_of), 0 for any other claim.
+    uint32_t bridgedJob = 0;
     bool operator==(const ClaimHolding &) const = default;
 };
 

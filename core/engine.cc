@@ -31,7 +31,9 @@ bool Engine::covered(const Holding &h, const NodeEntry &entry) const {
     if (h.who.kind != Holder::Kind::Job) return false;
     const std::vector<JobNodeAlloc> *alloc = nullptr;
     if (auto it = jobs_.find(h.who.job); it != jobs_.end()) alloc = &it->second;
-    else if (auto e = ended_.find(h.who.job); e != ended_.end()) alloc = &e->second;
+    // Our own claims of an ended job go soon (we delete them); a bridged
+    // claim's pod may outlive the job, and then it is the pod's.
+    else if (auto e = ended_.find(h.who.job); e != ended_.end() && !h.who.bridged) alloc = &e->second;
     if (!alloc) return false;
     auto n = std::find_if(alloc->begin(), alloc->end(),
                           [&](const JobNodeAlloc &a) { return a.node == entry.name; });
@@ -291,12 +293,16 @@ std::vector<JobNodeAlloc> sorted_nodes(std::vector<JobNodeAlloc> nodes) {
     return nodes;
 }
 
-bool holds_for(const Inventory *inv, const JobAlloc &job) {
+// A claim on one of the job's nodes stands for the job (ours, or only
+// bridged ones of slurm-bridge's).
+bool holds_for(const Inventory *inv, uint32_t job_id, const std::vector<JobNodeAlloc> &nodes,
+               bool bridged_only = false) {
     if (!inv) return false;
-    for (const auto &n : job.nodes)
+    for (const auto &n : nodes)
         if (const NodeEntry *e = inv->node(n.node))
             for (const Holding &h : e->ledger.holdings())
-                if (h.who == Holder::of_job(job.job_id)) return true;
+                if (h.who.kind == Holder::Kind::Job && h.who.job == job_id && (h.who.bridged || !bridged_only))
+                    return true;
     return false;
 }
 }  // namespace
@@ -324,16 +330,23 @@ void Engine::job_started(JobAlloc job) {
     }
     // Only after a restart can a claim of this job be there already, kept
     // out until now: slurmctld's view must be rebuilt then.
-    if (holds_for(inv.get(), job)) change_all();
+    if (holds_for(inv.get(), job.job_id, job.nodes)) change_all();
     if (auto s = sink()) s->job_started(job, inv);
 }
 
 void Engine::job_ended(uint32_t job_id) {
     if (!config_) return;
+    const auto inv = current();
+    bool bridged = false;
     {
         std::lock_guard lock(jobs_mu_);
+        if (auto it = jobs_.find(job_id); it != jobs_.end())
+            bridged = holds_for(inv.get(), job_id, it->second, true);
         remember_ended(job_id);
     }
+    // slurm-bridge's claims of the job are its pods' from now on, with no
+    // Kubernetes change to tell slurmctld: its view must be rebuilt now.
+    if (bridged) change_all();
     if (auto s = sink()) s->job_ended(job_id);
 }
 

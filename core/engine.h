@@ -58,6 +58,8 @@ struct JobAlloc {
     uint32_t job_id = 0;
     std::string user;
     std::vector<JobNodeAlloc> nodes;
+    bool external = false;      // an EXTERNAL_JOB (Slurm 25.05+): no script, no steps
+    std::string admin_comment = {};  // an external job's AdminComment (slurm-bridge names its pods there)
     bool operator==(const JobAlloc &) const = default;
 };
 

@@ -231,8 +231,10 @@ void Inventory::remove_node(const std::string &name) {
 
 namespace {
 
-// The holder a claim stands for: its Slurm job when labelled, else itself.
+// The holder a claim stands for: its Slurm job when labelled (our own) or
+// bridged (slurm-bridge's for that job's pod), else itself.
 Holder holder_of(const ClaimHolding &c, const InventoryOptions &opts) {
+    if (c.bridgedJob) return Holder::of_bridged(c.bridgedJob, c.ns, c.name);
     auto it = c.labels.find(opts.job_label);
     uint32_t job = 0;
     if (it != c.labels.end()) {

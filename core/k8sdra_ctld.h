@@ -93,8 +93,12 @@ struct k8sdra_job_node {
 };
 
 /* A job started (or is running, for k8sdra_jobs_known): its claims are
- * queued for writing. */
+ * queued for writing. external_comment: the AdminComment of an external job
+ * (EXTERNAL_JOB, Slurm 25.05+; "" when it has none), NULL for any other job:
+ * with ExternalJobClaims=bridge slurm-bridge writes the claims of an external
+ * job whose AdminComment names its pods. */
 K8SDRA_API int k8sdra_job_started(uint32_t job_id, const char *user,
+				  const char *external_comment,
 				  const struct k8sdra_job_node *nodes,
 				  size_t nnodes, char *err, size_t errlen);
 
@@ -111,6 +115,7 @@ K8SDRA_API int k8sdra_job_ended(uint32_t job_id);
  */
 K8SDRA_API void k8sdra_jobs_known_begin(void);
 K8SDRA_API int k8sdra_jobs_known_add(uint32_t job_id, const char *user,
+				     const char *external_comment,
 				     const struct k8sdra_job_node *nodes,
 				     size_t nnodes);
 K8SDRA_API void k8sdra_jobs_known_end(void);

@@ -8,7 +8,8 @@
 namespace k8sdra {
 
 std::string Holder::str() const {
-    return kind == Kind::Claim ? "claim " + claim : "job " + std::to_string(job);
+    if (kind == Kind::Claim) return "claim " + claim;
+    return "job " + std::to_string(job) + (bridged ? " (slurm-bridge claim " + claim + ")" : "");
 }
 
 uint64_t NodeLedger::next_stamp() {

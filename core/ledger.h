@@ -16,13 +16,19 @@ namespace k8sdra {
 struct Holder {
     enum class Kind : uint8_t { Claim, Job };
     Kind kind = Kind::Claim;
-    std::string claim;  // "namespace/name" for claims
+    std::string claim;  // "namespace/name" for claims and bridged jobs
     uint32_t job = 0;   // job id for jobs
+    // A job's devices as slurm-bridge's claim for its pod holds them (not
+    // our own claim): Slurm's only while the job runs (Engine::covered).
+    bool bridged = false;
 
     static Holder of_claim(const std::string &ns, const std::string &name) {
-        return {Kind::Claim, ns + "/" + name, 0};
+        return {Kind::Claim, ns + "/" + name, 0, false};
     }
-    static Holder of_job(uint32_t id) { return {Kind::Job, {}, id}; }
+    static Holder of_job(uint32_t id) { return {Kind::Job, {}, id, false}; }
+    static Holder of_bridged(uint32_t id, const std::string &ns, const std::string &name) {
+        return {Kind::Job, ns + "/" + name, id, true};
+    }
     std::string str() const;
     bool operator==(const Holder &) const = default;
 };

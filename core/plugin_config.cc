@@ -163,6 +163,12 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              if (l == "external") { c.node_discovery = true; return ""; }
              return "expected none or external";
          }}},
+        {"externaljobclaims", {"ExternalJobClaims", [](PluginConfig &c, const std::string &v) -> std::string {
+             const std::string l = lower(v);
+             if (l == "plugin") { c.bridge_job_claims = false; return ""; }
+             if (l == "bridge") { c.bridge_job_claims = true; return ""; }
+             return "expected plugin (the plugin writes every job's claims) or bridge (slurm-bridge writes those of its pods' jobs)";
+         }}},
         {"nodeselector", {"NodeSelector", [](PluginConfig &c, const std::string &v) -> std::string {
              for (char ch : v)
                  if (std::isspace(static_cast<unsigned char>(ch)) || ch == '"' || ch == '&' || ch == '#')

@@ -60,6 +60,11 @@ struct PluginConfig {
     bool node_discovery = false;                         // NodeDiscovery=none|external
     std::string node_selector;                           // NodeSelector=
     std::vector<std::string> node_features = {"k8s"};    // NodeFeatures=
+    // ExternalJobClaims=bridge: slurm-bridge writes the claims of the
+    // external jobs whose AdminComment names its pods, so the plugin writes
+    // none for them. With it or NodeDiscovery=external the plugin watches
+    // slurm-bridge's pods, so that a claim for one counts as its job's.
+    bool bridge_job_claims = false;                      // ExternalJobClaims=plugin|bridge
 
     // Not from the file: where the admin view (k8s_cons_tres_view.json) is
     // written, slurmctld's StateSaveLocation; "" for none.

@@ -407,7 +407,10 @@ ClaimHolding decodeClaimHolding(const Value &obj) {
             for (const auto &ref : res->GetArray())
                 if (ref.IsObject() && json::getString(ref, "resource") == "pods" &&
                     json::getString(ref, "apiGroup").empty())
+                {
                     h.reservedForPods.push_back(json::getString(ref, "uid"));
+                    h.reservedForPodNames.push_back(json::getString(ref, "name"));
+                }
     }
     return h;
 }

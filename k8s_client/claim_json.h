@@ -17,6 +17,8 @@ inline constexpr const char *kLabelManagedBy = "app.kubernetes.io/managed-by";
 inline constexpr const char *kManagedByValue = "slurm-k8s-cons-tres";
 inline constexpr const char *kLabelCluster = "k8s-cons-tres.slurm.io/cluster";
 inline constexpr const char *kLabelJob = "k8s-cons-tres.slurm.io/job-id";
+// slurm-bridge labels each pod it placed with its Slurm job's id.
+inline constexpr const char *kLabelBridgeJob = "scheduler.slinky.slurm.net/slurm-jobid";
 inline constexpr const char *kLabelNode = "k8s-cons-tres.slurm.io/node";
 inline constexpr const char *kCpuDriver = "dra.cpu";
 

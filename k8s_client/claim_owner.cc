@@ -53,4 +53,21 @@ uint32_t ownPodJob(const PodHolding &p, const PluginConfig &config) {
     return labelledJob(p.ns, p.labels, p.nodeName, config);
 }
 
+uint32_t bridgeClaimJob(const ClaimHolding &c, const PodMap &bridgePods) {
+    if (c.reservedForPods.size() != 1 || c.reservedForPodNames.size() != 1 || c.reservedForPods[0].empty())
+        return 0;
+    const PodHolding *pod = bridgePods.find(c.ns + "/" + c.reservedForPodNames[0]);
+    if (!pod || pod->uid != c.reservedForPods[0]) return 0;
+    // slurm-bridge writes the claim in PreBind, before the pod is bound.
+    const auto nodes = claimNodes(c);
+    if (nodes.size() != 1 || (!pod->nodeName.empty() && pod->nodeName != nodes.front())) return 0;
+    auto it = pod->labels.find(kLabelBridgeJob);
+    if (it == pod->labels.end()) return 0;
+    const std::string &v = it->second;
+    uint32_t id = 0;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), id);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size() || id == 0) return 0;
+    return id;
+}
+
 }  // namespace k8sdra::k8s

@@ -31,4 +31,14 @@ uint32_t ownClaimJob(const ClaimHolding &c, const PluginConfig &config);
 // which pods the plugin may delete.
 uint32_t ownPodJob(const PodHolding &p, const PluginConfig &config);
 
+// The Slurm job of a claim slurm-bridge wrote for one of its pods: reserved
+// for exactly one pod, of the claim's namespace, with that uid, labelled
+// with a job id (kLabelBridgeJob) and not bound to another node. 0 otherwise.
+// Anyone can write such a pod and claim, so this frees nothing by itself:
+// the engine counts the claim as the job's only as far as its devices are
+// among those slurmctld allocated to that running job on that node
+// (Engine::covered); the rest, and all of it once the job ended, stays
+// held by the pod.
+uint32_t bridgeClaimJob(const ClaimHolding &c, const PodMap &bridgePods);
+
 }  // namespace k8sdra::k8s

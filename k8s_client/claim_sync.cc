@@ -77,6 +77,16 @@ void ClaimSync::submit_holder_remove(const std::string &name, const std::vector<
 }
 
 void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
+    if (bridgeWritesClaims(jobs_[job_id], config_)) {
+        // slurm-bridge writes them (its pods' claims count as the job's:
+        // claim_owner's bridgeClaimJob); ours would book the devices twice.
+        if (!intents_.count(job_id))
+            log_.verbose("job " + std::to_string(job_id) + ": external job of slurm-bridge's pods; its claims are slurm-bridge's");
+        intents_[job_id].clear();
+        holders_[job_id].clear();
+        incomplete_.erase(job_id);
+        return;
+    }
     std::string error;
     auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error, &log_);
     if (!error.empty()) {

@@ -39,6 +39,7 @@ WatcherOptions watcher_options(const PluginConfig &pc) {
         o.podLabelSelector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
     }
     o.watchNodes = pc.node_discovery;
+    o.watchBridgePods = pc.node_discovery || pc.bridge_job_claims;
     o.nodeLabelSelector = pc.node_selector;
     return o;
 }

@@ -9,6 +9,7 @@
 #include "core/dra_types.h"
 #include "core/plugin_config.h"
 
+#include "k8s_client/cow_map.h"
 #include "k8s_client/json.h"
 
 #include <cstdint>
@@ -39,6 +40,7 @@ struct PodHolding {
     bool deleting = false;            // metadata.deletionTimestamp set
     bool operator==(const PodHolding &) const = default;
 };
+using PodMap = CowMap<PodHolding>;  // key: "namespace/name"
 
 // POST body of the pod.
 std::string encodeHolderPod(const HolderIntent &in);

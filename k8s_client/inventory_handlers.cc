@@ -67,6 +67,9 @@ ClaimHandler::ClaimHandler(SnapshotStore &store, Logger log)
 PodHandler::PodHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "Pod", decodePodHolding, &SnapshotStore::publishPods, std::move(log)) {}
 
+BridgePodHandler::BridgePodHandler(SnapshotStore &store, Logger log)
+    : ObjectHandler(store, "Pod", decodePodHolding, &SnapshotStore::publishBridgePods, std::move(log)) {}
+
 NodeHandler::NodeHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "Node", decodeKubeNode, &SnapshotStore::publishNodes, std::move(log)) {}
 

@@ -67,6 +67,12 @@ public:
     PodHandler(SnapshotStore &store, Logger log);
 };
 
+// slurm-bridge's pods, in every namespace (their claims' Slurm jobs).
+class BridgePodHandler : public ObjectHandler<PodHolding> {
+public:
+    BridgePodHandler(SnapshotStore &store, Logger log);
+};
+
 class NodeHandler : public ObjectHandler<KubeNode> {
 public:
     NodeHandler(SnapshotStore &store, Logger log);

@@ -75,12 +75,16 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
         if (!sl.nodeName.empty())
             sigs[sl.nodeName] += sig_of('s', sl.driver, sl.name, sl.resourceVersion);
     });
+    // A pod of slurm-bridge's coming or going changes its claim's holder:
+    // the job it is bridged to is part of the claim's digest.
+    const bool bridging = snap.bridgePods.size() != 0;
     snap.forEachClaim([&](const ClaimHolding &c) {
         ++out.claims;
         if (!c.allocated)
             return;
+        const uint64_t bridged = bridging ? bridgeClaimJob(c, snap.bridgePods) : 0;
         forEachClaimNode(c, [&](const std::string &node) {
-            sigs[node] += sig_of('c', c.ns, c.name, c.resourceVersion);
+            sigs[node] += sig_of('c', c.ns, c.name, c.resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
         });
     });
     for (const auto &[name, sig] : sigs) {
@@ -124,8 +128,11 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
             // itself); every other claim is a pod's, whatever its labels say.
             ClaimHolding &copy = claims.emplace_back(*c);
             copy.labels.erase(kLabelJob);
+            copy.bridgedJob = 0;
             if (const uint32_t job = ownClaimJob(*c, config_))
                 copy.labels[kLabelJob] = std::to_string(job);
+            else if (bridging)
+                copy.bridgedJob = bridgeClaimJob(*c, snap.bridgePods);
         }
         // A node without slices of its own leaves (its claims then name no node).
         next->put_node(name, n.slices.empty() ? std::nullopt : builder_.build(name, n.slices), claims, io_);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_client/inventory_watcher.h"
 
+#include "k8s_client/claim_json.h"
 #include "k8s_client/inventory_handlers.h"
 
 #include <algorithm>
@@ -39,6 +40,9 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
     if (!opts.podNamespace.empty())
         make("pods", "/api/v1/namespaces/" + opts.podNamespace + "/pods", "", opts.podLabelSelector,
              std::make_unique<PodHandler>(store_, log));
+    if (opts.watchBridgePods)
+        make("pods[slurm-bridge]", "/api/v1/pods", "", kLabelBridgeJob,
+             std::make_unique<BridgePodHandler>(store_, log));
     if (opts.watchNodes)
         make("nodes", "/api/v1/nodes", "", opts.nodeLabelSelector, std::make_unique<NodeHandler>(store_, log));
 }

@@ -28,6 +28,9 @@ struct WatcherOptions {
     // when watchNodes; like pods, not part of watching(), dataAge(), synced().
     bool watchNodes = false;
     std::string nodeLabelSelector;
+    // slurm-bridge's pods, in all namespaces (label kLabelBridgeJob), when
+    // set; not part of watching(), dataAge() or synced() either.
+    bool watchBridgePods = false;
 };
 
 class InventoryWatcher {
@@ -53,8 +56,8 @@ public:
                std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const {
         return dataAge(now) <= bound;
     }
-    // Informers in order: one per driver, then claims, then holder pods and
-    // Nodes if any.
+    // Informers in order: one per driver, then claims, then holder pods,
+    // slurm-bridge's pods and Nodes if any.
     const std::vector<std::unique_ptr<Informer>> &informers() const { return informers_; }
 
 private:

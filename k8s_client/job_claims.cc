@@ -152,6 +152,21 @@ void note_grouped(const std::string &node, const CpuTopology &cpu, const Logger 
 
 }  // namespace
 
+bool bridgeWritesClaims(const JobAlloc &job, const PluginConfig &config) {
+    if (!config.bridge_job_claims || !job.external || job.admin_comment.empty()) return false;
+    try {
+        rapidjson::Document doc;
+        json::parse(doc, job.admin_comment);
+        const rapidjson::Value *pods = doc.IsObject() ? json::member(doc, "pods") : nullptr;
+        if (!pods || !pods->IsArray() || pods->Empty()) return false;
+        for (const auto &p : pods->GetArray())
+            if (!p.IsString() || p.GetStringLength() == 0) return false;
+        return true;
+    } catch (const json::Error &) {
+        return false;  // not slurm-bridge's: the plugin writes the claims
+    }
+}
+
 std::string stable_uuid(const std::string &text) {
     const uint64_t a = fnv1a(text, 0xcbf29ce484222325ULL);
     const uint64_t b = fnv1a(text, a ^ 0x9e3779b97f4a7c15ULL);

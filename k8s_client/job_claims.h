@@ -37,6 +37,12 @@ std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<Cla
                                       const Inventory &inventory, const PluginConfig &config,
                                       const std::string &cluster);
 
+// slurm-bridge writes this job's claims itself: ExternalJobClaims=bridge and
+// an external job whose AdminComment is slurm-bridge's JSON naming at least
+// one pod ({"pods":["ns/name",...]}). Any other AdminComment, or none,
+// leaves them to the plugin.
+bool bridgeWritesClaims(const JobAlloc &job, const PluginConfig &config);
+
 // A stable UUID (for shareID) from any text.
 std::string stable_uuid(const std::string &text);
 

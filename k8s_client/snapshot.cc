@@ -113,4 +113,8 @@ void SnapshotStore::publishPods(const PodMap &pods, bool synced) {
     });
 }
 
+void SnapshotStore::publishBridgePods(const PodMap &pods, bool) {
+    change([&](Snapshot &s) { s.bridgePods = pods; });
+}
+
 }  // namespace k8sdra::k8s

@@ -23,7 +23,6 @@ namespace k8sdra::k8s {
 
 using SliceMap = CowMap<CompactSlice>;   // key: metadata.name
 using ClaimMap = CowMap<ClaimHolding>;   // key: "namespace/name"
-using PodMap = CowMap<PodHolding>;       // the plugin's holder pods; key: "namespace/name"
 using NodeMap = CowMap<KubeNode>;        // NodeDiscovery=external; key: "/name"
 
 struct Snapshot {
@@ -37,6 +36,10 @@ struct Snapshot {
     // never change what Slurm may use.
     PodMap pods;
     bool podsSynced = false;
+    // slurm-bridge's pods (labelled with a Slurm job id, any namespace),
+    // with NodeDiscovery=external or ExternalJobClaims=bridge; not part of
+    // synced(): a claim of a pod not seen yet stays the pod's.
+    PodMap bridgePods;
     // Node objects, for node discovery only; not part of synced() either:
     // a node becomes a Slurm node only once its slices are in the view.
     NodeMap nodes;
@@ -82,6 +85,7 @@ public:
     void publishSlices(const std::string &driver, const SliceMap &slices, bool synced);
     void publishClaims(const ClaimMap &claims, bool synced);
     void publishPods(const PodMap &pods, bool synced);
+    void publishBridgePods(const PodMap &pods, bool synced);
     void publishNodes(const NodeMap &nodes, bool synced);
     // Called with each new snapshot (from informer threads), e.g. to wake core.
     void onPublish(std::function<void(const std::shared_ptr<const Snapshot> &)> fn);

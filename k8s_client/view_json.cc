@@ -61,6 +61,10 @@ void write_node(W &w, const NodeEntry &n) {
         } else {
             w.Key("slurm_job");
             w.Uint(h.who.job);
+            if (h.who.bridged) {  // slurm-bridge's claim for the job's pod
+                w.Key("bridge_claim");
+                w.String(h.who.claim.c_str());
+            }
         }
         w.Key("cpus");
         w.String(cpu_ranges(t, h.cpus).c_str());

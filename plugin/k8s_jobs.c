@@ -120,6 +120,17 @@ static const char *_user(job_record_t *job_ptr)
 	return job_ptr->user_name;
 }
 
+/* An external job's AdminComment ("" for none), NULL for any other job. */
+static const char *_external_comment(job_record_t *job_ptr)
+{
+#ifdef EXTERNAL_JOB	/* Slurm 25.05+ */
+	if (job_ptr->bit_flags & EXTERNAL_JOB)
+		return job_ptr->admin_comment ? job_ptr->admin_comment : "";
+#endif
+	(void) job_ptr;
+	return NULL;
+}
+
 static void _started(job_record_t *job_ptr, bool selected)
 {
 	job_nodes_t jn;
@@ -127,7 +138,8 @@ static void _started(job_record_t *job_ptr, bool selected)
 
 	if (!_collect(job_ptr, selected, &jn))
 		return;
-	if (k8sdra_job_started(job_ptr->job_id, _user(job_ptr), jn.nodes,
+	if (k8sdra_job_started(job_ptr->job_id, _user(job_ptr),
+			       _external_comment(job_ptr), jn.nodes,
 			       jn.nnodes, err, sizeof(err)) != K8SDRA_OK)
 		error(PREFIX "%pJ: %s", job_ptr, err);
 	_free_job_nodes(&jn);
@@ -159,7 +171,8 @@ static int _known_one(void *x, void *arg)
 		return 0;
 	if (!_collect(job_ptr, false, &jn))
 		return 0;
-	k8sdra_jobs_known_add(job_ptr->job_id, _user(job_ptr), jn.nodes,
+	k8sdra_jobs_known_add(job_ptr->job_id, _user(job_ptr),
+			      _external_comment(job_ptr), jn.nodes,
 			      jn.nnodes);
 	_free_job_nodes(&jn);
 	return 0;

@@ -189,6 +189,8 @@ class Cluster:
         # (Slurm 25.05+): no slurmd and no slurm.conf line for them. Set
         # before up(), or up(external=True).
         self.external = False
+        # More k8s_cons_tres.conf lines, set before up().
+        self.plugin_extra = ""
         self._release = None  # see the release property
 
     @property
@@ -383,7 +385,7 @@ class Cluster:
             f"KubernetesNodes={','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL'}\n"
             "StaleAfter=10\n"
             "DebugLevel=debug\n" +
-            ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else ""))
+            ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else "") + self.plugin_extra)
 
     def _least_privilege_kubeconfig(self) -> Path:
         """The plugin talks to the API server with exactly the rights that

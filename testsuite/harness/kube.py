@@ -8,8 +8,8 @@ CLAIM_LABEL_JOB = "k8s-cons-tres.slurm.io/job-id"
 CLAIM_LABEL_CLUSTER = "k8s-cons-tres.slurm.io/cluster"
 
 
-def kubectl(cluster, *args, check=True, timeout=60):
-    return cluster.run("kubectl", *args, check=check, timeout=timeout)
+def kubectl(cluster, *args, check=True, timeout=60, **kw):
+    return cluster.run("kubectl", *args, check=check, timeout=timeout, **kw)
 
 
 def get_json(cluster, *args) -> dict:

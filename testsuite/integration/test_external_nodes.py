@@ -11,10 +11,12 @@ import re
 
 import pytest
 
-from harness.alignment import running_allocations
+import json
+
+from harness.alignment import gres_used_idx, running_allocations
 from harness.cluster import Cluster, new_run_dir
 from harness.jobs import show_job, wait_job
-from harness.kube import job_claims, kubectl, pod_held
+from harness.kube import cpu_ids_by_device, get_json, job_claims, kubectl, pod_held
 from harness.wait import wait_for
 from conftest import FIXTURES
 from test_releases_plugin import require
@@ -28,6 +30,9 @@ def ext_cluster():
     require(RELEASE)
     c = Cluster(new_run_dir("k8s-cons-tres-test-"))
     try:
+        # slurm-bridge writes the claims of jobs whose AdminComment names its
+        # pods; every other external job still gets the plugin's
+        c.plugin_extra = "ExternalJobClaims=bridge\n"
         c.up(str(FIXTURES / "demo.json"), slurm=RELEASE, external=True)
         yield c
     finally:
@@ -119,6 +124,95 @@ def test_a_node_gone_from_kubernetes_is_deleted_and_restart_rediscovers(ext_clus
     wait_job(c, j, states={"RUNNING"})
     assert show_job(c, j)["NodeList"] == "k8s-n1"
     end_jobs(c)
+
+
+BRIDGE_JOB_LABEL = "scheduler.slinky.slurm.net/slurm-jobid"
+
+
+def bridge_pod(c, name, job, node) -> str:
+    """A pod as slurm-bridge labels it for its Slurm job; returns its uid."""
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default", "labels": {BRIDGE_JOB_LABEL: str(job)}},
+           "spec": {"nodeName": node, "containers": [{"name": "main", "image": "pause"}]}}
+    kubectl(c, "create", "-f", "-", input=json.dumps(pod))
+    return get_json(c, "pod", name, "-n", "default")["metadata"]["uid"]
+
+
+def bridge_claim(c, pod, uid, node, cpu_devices, gpus) -> str:
+    """The claim slurm-bridge writes in PreBind: owned by the pod, then its
+    status patched with the devices, the node and the pod as consumer."""
+    name = f"{pod}-extended-resources-t3st"
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "default",
+                          "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+                          "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid,
+                                               "controller": True, "blockOwnerDeletion": True}]},
+             "spec": {"devices": {"requests": [
+                 {"name": name, "exactly": {"deviceClassName": cls, "count": n}}
+                 for name, cls, n in (("cpu", "dra.cpu", len(cpu_devices)), ("gpu", "gpu.nvidia.com", len(gpus)))
+                 if n]}}}
+    kubectl(c, "create", "-f", "-", input=json.dumps(claim))
+    results = [{"request": "cpu", "driver": "dra.cpu", "pool": node, "device": d} for d in cpu_devices]
+    results += [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{g}"} for g in gpus]
+    status = {"status": {
+        "allocation": {"devices": {"results": results},
+                       "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                           {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+        "reservedFor": [{"resource": "pods", "name": pod, "uid": uid}]}}
+    kubectl(c, "patch", "resourceclaim", name, "-n", "default", "--subresource=status",
+            "--type=strategic", "-p", json.dumps(status))
+    return name
+
+
+def view_holdings(c, node) -> list:
+    path = c.run_dir / "state" / "k8s_cons_tres_view.json"
+    try:
+        view = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return next((n.get("held", []) for n in view["nodes"] if n["node"] == node), [])
+
+
+def test_slurm_bridge_claims_are_their_running_jobs_and_free_nothing(ext_cluster):
+    c = ext_cluster
+    node_name = "k8s-n1"
+    # slurm-bridge's job: external, its AdminComment naming the pod
+    j = external_job(c, "--hold", "-w", node_name, "-c", "2", "--gres=gpu:1", "--mem=100")
+    c.run("scontrol", "update", f"jobid={j}", 'AdminComment={"pods":["default/train-0"]}')
+    c.run("scontrol", "release", str(j))
+    wait_job(c, j, states={"RUNNING"})
+    wait_for(lambda: f"job {j}: external job of slurm-bridge's pods" in c.tail("log/slurmctld.log", 400),
+             timeout=30, what="the plugin to leave the job's claims to slurm-bridge")
+    assert not job_claims(c, j), "ExternalJobClaims=bridge: the plugin wrote claims for slurm-bridge's job"
+    alloc, = running_allocations(c, [j])[j]
+    by_cpu = {cpu: dev for (n, dev), cpu in cpu_ids_by_device(c).items() if n == node_name}
+    cpu_devices = [by_cpu[i] for i in alloc.cpu_ids]
+    held_gpus = pod_held(c).get(node_name, (set(), set()))[1]
+    spare = next(g for g in range(8) if g not in held_gpus and g not in alloc.gpu_idx)
+
+    # slurm-bridge's pod and claim for it: exactly the job's devices
+    claim = bridge_claim(c, "train-0", bridge_pod(c, "train-0", j, node_name), node_name,
+                         cpu_devices, alloc.gpu_idx)
+    # a tenant's spoof: a pod labelled with the same job, claiming a GPU
+    # Slurm did not give the job
+    spoof = bridge_claim(c, "spoof", bridge_pod(c, "spoof", j, node_name), node_name, [], [spare])
+    wait_for(lambda: {(h.get("slurm_job"), h.get("bridge_claim")) for h in view_holdings(c, node_name)} >=
+             {(j, f"default/{claim}"), (j, f"default/{spoof}")},
+             timeout=30, what="both claims seen as slurm-bridge's for the job")
+    # the spoof freed nothing: its GPU is kept from Slurm like any pod's
+    wait_for(lambda: spare in gres_used_idx(c, node_name), timeout=30,
+             what=f"GPU {spare} of the spoofed claim kept out")
+
+    # the job ends, its pod still runs: its GPU is the pod's now
+    c.run("scancel", str(j))
+    wait_job(c, j)
+    wait_for(lambda: set(alloc.gpu_idx) | {spare} <= gres_used_idx(c, node_name), timeout=30,
+             what="the ended job's GPU kept out while slurm-bridge's claim holds it")
+    for name in (claim, spoof):
+        kubectl(c, "delete", "resourceclaim", name, "-n", "default")
+    kubectl(c, "delete", "pod", "train-0", "spoof", "-n", "default")
+    wait_for(lambda: not (set(alloc.gpu_idx) | {spare}) & gres_used_idx(c, node_name), timeout=30,
+             what="the GPUs back to Slurm once the claims are gone")
 
 
 def _post(url, body):

@@ -118,6 +118,9 @@ def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
                               "verbs": ["list", "watch"]},
                              {"apiGroups": [""],
                               "resources": ["nodes"],
+                              "verbs": ["list", "watch"]},
+                             {"apiGroups": [""],
+                              "resources": ["pods"],
                               "verbs": ["list", "watch"]}]
     # checked by Kubernetes 1.36+ at cluster scope: a Role cannot grant it
     assert binding["rules"] == [{"apiGroups": ["resource.k8s.io"],

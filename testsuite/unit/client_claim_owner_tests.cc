@@ -76,3 +76,59 @@ TEST_CASE("a claim whose devices are not on the node its label names is not ours
     no_label.labels.erase(kLabelNode);
     CHECK(ownClaimJob(no_label, config()) == 0);
 }
+
+namespace {
+// slurm-bridge's claim for pod ml/train-0 (uid u-1) on n1, and its pod.
+ClaimHolding bridge_claim() {
+    ClaimHolding c;
+    c.ns = "ml";
+    c.name = "train-0-extended-resources-abcde";
+    c.allocated = true;
+    c.nodeName = "n1";
+    c.results.push_back({"cpu", "dra.cpu", "n1", "cpudev000", "", {}});
+    c.reservedForPods = {"u-1"};
+    c.reservedForPodNames = {"train-0"};
+    return c;
+}
+PodMap bridge_pods(std::string job = "42", std::string node = "n1") {
+    PodHolding p;
+    p.ns = "ml";
+    p.name = "train-0";
+    p.uid = "u-1";
+    p.nodeName = std::move(node);
+    p.labels = {{kLabelBridgeJob, std::move(job)}};
+    PodMap m;
+    m.set("ml/train-0", std::make_shared<const PodHolding>(p));
+    return m;
+}
+}  // namespace
+
+TEST_CASE("a claim reserved for a slurm-bridge pod names the pod's job") {
+    CHECK(bridgeClaimJob(bridge_claim(), bridge_pods()) == 42);
+    CHECK(bridgeClaimJob(bridge_claim(), bridge_pods("42", "")) == 42);  // written before binding
+}
+
+TEST_CASE("a claim is not bridged unless its one pod is that labelled pod, there") {
+    CHECK(bridgeClaimJob(bridge_claim(), PodMap{}) == 0);
+    ClaimHolding other_uid = bridge_claim();  // a new pod of the same name
+    other_uid.reservedForPods = {"u-2"};
+    CHECK(bridgeClaimJob(other_uid, bridge_pods()) == 0);
+    ClaimHolding other_ns = bridge_claim();  // a pod of another namespace cannot be the consumer
+    other_ns.ns = "web";
+    CHECK(bridgeClaimJob(other_ns, bridge_pods()) == 0);
+    ClaimHolding two = bridge_claim();  // shared with a second pod
+    two.reservedForPods.push_back("u-9");
+    two.reservedForPodNames.push_back("other");
+    CHECK(bridgeClaimJob(two, bridge_pods()) == 0);
+    ClaimHolding unreserved = bridge_claim();
+    unreserved.reservedForPods.clear();
+    unreserved.reservedForPodNames.clear();
+    CHECK(bridgeClaimJob(unreserved, bridge_pods()) == 0);
+    CHECK(bridgeClaimJob(bridge_claim(), bridge_pods("42", "n2")) == 0);  // the pod runs elsewhere
+    ClaimHolding spans = bridge_claim();
+    spans.nodeName.clear();
+    spans.results.push_back({"cpu", "dra.cpu", "n2", "cpudev000", "", {}});
+    CHECK(bridgeClaimJob(spans, bridge_pods("42", "")) == 0);
+    for (const char *bad : {"", "0", "x42", "42x", "-1", "99999999999"})
+        CHECK(bridgeClaimJob(bridge_claim(), bridge_pods(bad)) == 0);
+}

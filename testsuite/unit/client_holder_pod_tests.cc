@@ -160,6 +160,7 @@ TEST_CASE("a claim is reserved for its holder pod alone, once") {
     claim.Accept(w);
     ClaimHolding h = decodeClaimHolding(parse(std::string(buf.GetString(), buf.GetSize())));
     CHECK(h.reservedForPods == std::vector<std::string>{"u-2"});
+    CHECK(h.reservedForPodNames == std::vector<std::string>{"holder"});
 
     auto bare = parse(R"({"metadata":{"name":"c"}})");
     CHECK(reserveClaimFor(bare, "holder", "u-1"));

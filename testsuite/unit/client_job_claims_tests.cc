@@ -244,3 +244,22 @@ TEST_CASE("GPUs that allow multiple allocations: results carry a shareID and all
     for (const auto &r : c2[0].results)
         if (r.driver != "dra.cpu") CHECK(r.shareID.empty());
 }
+
+TEST_CASE("slurm-bridge writes the claims of its external jobs only with ExternalJobClaims=bridge") {
+    PluginConfig c = config();
+    JobAlloc j = job({0});
+    j.external = true;
+    j.admin_comment = R"({"pods":["ml/train-0"]})";
+    CHECK_FALSE(bridgeWritesClaims(j, c));  // the default: the plugin writes every job's
+    c.bridge_job_claims = true;
+    CHECK(bridgeWritesClaims(j, c));
+    JobAlloc batch = j;  // AdminComment alone is anybody's to write
+    batch.external = false;
+    CHECK_FALSE(bridgeWritesClaims(batch, c));
+    for (const char *comment : {"", "pods", "{}", R"({"pods":[]})", R"({"pods":"ml/a"})", R"({"pods":[1]})",
+                                R"({"pods":[""]})", R"(["ml/a"])", R"({"pods":["ml/a"])"}) {
+        JobAlloc other = j;
+        other.admin_comment = comment;
+        CHECK_FALSE(bridgeWritesClaims(other, c));
+    }
+}

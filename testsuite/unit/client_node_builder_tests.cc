@@ -635,3 +635,43 @@ TEST_CASE("the plain incremental rebuild keeps overlapping claims' union out", "
     const Inventory full = Inventory::build(all, {a, b});
     same_inventory(updated, full);
 }
+
+TEST_CASE("a claim reserved for a slurm-bridge pod is its job's, and follows the pod", "[node_builder]") {
+    const PluginConfig pc = config();
+    Snapshot snap;
+    for (const ResourceSlice &s : synthetic_node(0))
+        snap.slicesByDriver[s.driver].set(s.name, std::make_shared<const CompactSlice>(compactSlice(s)));
+    ClaimHolding c;
+    c.ns = "ml";
+    c.name = "train-0-extended-resources-x7k2p";
+    c.resourceVersion = "1";
+    c.allocated = true;
+    c.nodeName = "node00000";
+    c.results = {{"cpu", "dra.cpu", "node00000", "cpudev000", "", {}},
+                 {"gpu", "gpu.nvidia.com", "node00000", "gpu-0", "", {}}};
+    c.reservedForPods = {"uid-1"};
+    c.reservedForPodNames = {"train-0"};
+    snap.claims.set("ml/" + c.name, std::make_shared<const ClaimHolding>(c));
+    InventoryUpdater updater(pc);
+    auto holder = [&](const InventoryUpdater::Update &u) {
+        REQUIRE(u.inventory);
+        const NodeEntry *n = u.inventory->node("node00000");
+        REQUIRE(n);
+        REQUIRE(n->ledger.holdings().size() == 1);
+        return n->ledger.holdings().front().who;
+    };
+    CHECK(holder(updater.update(snap)) == Holder::of_claim("ml", c.name));  // no pod seen yet
+
+    PodHolding pod;
+    pod.ns = "ml";
+    pod.name = "train-0";
+    pod.uid = "uid-1";
+    pod.labels = {{kLabelBridgeJob, "31"}};
+    snap.bridgePods.set("ml/train-0", std::make_shared<const PodHolding>(pod));
+    auto u = updater.update(snap);
+    CHECK(u.rebuilt == std::vector<std::string>{"node00000"});  // the pod alone changes the holder
+    CHECK(holder(u) == Holder::of_bridged(31, "ml", c.name));
+
+    snap.bridgePods.erase("ml/train-0");
+    CHECK(holder(updater.update(snap)) == Holder::of_claim("ml", c.name));
+}

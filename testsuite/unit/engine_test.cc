@@ -294,3 +294,45 @@ TEST_CASE("a pod's claim on one node stamps only that node") {
     e.jobs_known({});
     CHECK(e.full_stamp() == e.generation() / 2);
 }
+
+TEST_CASE("a slurm-bridge claim is its running job's within the allocation, the pod's once the job ended") {
+    Engine e(config());
+    auto sl = slices("node1");
+    // job 7 has core 1 (CPU ids 2, 3) and GPU 1; slurm-bridge's claim for
+    // its pod holds exactly those, a spoofed one for job 7 holds more
+    e.job_started({7, "u", {{"node1", {1}, {1}}}});
+    auto bridged = pod_claim(sl, {2, 3}, {"gpu-1"});
+    bridged.bridgedJob = 7;
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {bridged})));
+    auto ex = e.exclusion("node1", nullptr, true);
+    REQUIRE(ex.state == ViewState::Ready);
+    CHECK(ex.cores.empty());
+    CHECK(ex.gres.empty());
+
+    auto greedy = pod_claim(sl, {2, 3, 4}, {"gpu-1", "gpu-2"});
+    greedy.bridgedJob = 7;
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {greedy})));
+    CHECK(e.exclusion("node1", nullptr, true).cores == std::vector<uint32_t>{1, 2});
+    CHECK(e.exclusion("node1", nullptr, true).gres == std::vector<uint32_t>{1, 2});
+
+    // the job ends while its pod still runs: the devices are the pod's now
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {bridged})));
+    const uint64_t g = e.generation();
+    e.job_ended(7);  // no Kubernetes change tells slurmctld: the engine does
+    CHECK(e.generation() != g);
+    CHECK(e.exclusion("node1", nullptr, true).cores == std::vector<uint32_t>{1});
+    CHECK(e.exclusion("node1", nullptr, true).gres == std::vector<uint32_t>{1});
+}
+
+TEST_CASE("after a restart a slurm-bridge claim counts once slurmctld has told its job") {
+    Engine e(config());
+    auto sl = slices("node1");
+    auto bridged = pod_claim(sl, {2, 3}, {});
+    bridged.bridgedJob = 7;
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {bridged})));
+    CHECK(e.exclusion("node1", nullptr, true).cores == std::vector<uint32_t>{1});
+    const uint64_t g = e.generation();
+    e.jobs_known({{7, "u", {{"node1", {1}, {}}}}});
+    CHECK(e.generation() != g);
+    CHECK(e.exclusion("node1", nullptr, true).cores.empty());
+}

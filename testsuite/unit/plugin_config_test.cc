@@ -144,3 +144,13 @@ TEST_CASE("node discovery settings") {
     CHECK(error_of("InCluster=yes\nNodeFeatures=k8s,a-b\n").find("not a Slurm feature name") != std::string::npos);
     CHECK(error_of("InCluster=yes\nNodeSelector=a b\n").find("label selector") != std::string::npos);
 }
+
+TEST_CASE("ExternalJobClaims: plugin by default, bridge when slurm-bridge writes them") {
+    auto d = parse_plugin_config("InCluster=yes\n", "k8s_cons_tres.conf");
+    REQUIRE(d.config);
+    CHECK_FALSE(d.config->bridge_job_claims);
+    auto b = parse_plugin_config("InCluster=yes\nExternalJobClaims=Bridge\n", "k8s_cons_tres.conf");
+    REQUIRE(b.config);
+    CHECK(b.config->bridge_job_claims);
+    CHECK(error_of("InCluster=yes\nExternalJobClaims=none\n").find("expected plugin") != std::string::npos);
+}
