@@ -12,7 +12,7 @@ PACKAGES="
   g++ make autoconf automake libtool pkg-config dpkg-dev
   libcurl4-openssl-dev rapidjson-dev libhwloc-dev hwloc libyaml-cpp-dev catch2
   libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins
-  python3 python3-pytest python3-yaml openssl ca-certificates procps
+  python3 python3-pytest python3-pytest-xdist python3-yaml openssl ca-certificates procps
   binutils clang libclang-rt-14-dev
   expect patch
 "

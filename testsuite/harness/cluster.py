@@ -292,7 +292,7 @@ class Cluster:
             # no NodeName line, no slurmd; a NodeSet by feature takes them in.
             lines.append(f"MaxNodeCount={len(fx.nodes) + 16}")
         for fnode, node, port in zip(fx.nodes, (n.slurm for n in fx.nodes), node_ports):
-            if self.external and fnode.kubernetes:
+            if self.discovered(fnode):
                 continue
             gpu_part = f" Gres=gpu:{fx.gpu_type}:{len(node.gpus)}" if node.gpus else ""
             lines.append(
@@ -313,7 +313,7 @@ class Cluster:
         names = ",".join(n.name for n in fx.nodes)
         if self.external:
             lines.append("NodeSet=k8s Feature=k8s")
-            names = ",".join([n.name for n in fx.nodes if not n.kubernetes] + ["k8s"])
+            names = ",".join([n.name for n in fx.nodes if not self.discovered(n)] + ["k8s"])
         lines.append(f"PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP")
         lines, gres = self.release.configs(lines, gres)
         (etc / "slurm.conf").write_text("\n".join(lines) + "\n")
@@ -459,6 +459,10 @@ class Cluster:
             "slurmctld_port": ports[0]}, indent=1))
         return fx
 
+    def discovered(self, fnode) -> bool:
+        """An EXTERNAL node node discovery makes: no slurm.conf line, no slurmd."""
+        return self.external and fnode.kubernetes and not getattr(fnode, "slurmd", False)
+
     @property
     def plugin_conf(self) -> Path:
         return self.run_dir / "etc" / "k8s_cons_tres.conf"
@@ -475,7 +479,7 @@ class Cluster:
                 self.start_apiserver(fx)
             self.start_slurmctld()
             for node in fx.nodes:
-                if not (self.external and node.kubernetes):
+                if not self.discovered(node):
                     self.start_slurmd(node.name)
             self.wait_nodes_idle([n.name for n in fx.nodes])
         except Exception:

@@ -50,6 +50,9 @@ class Node:
     kubernetes: bool = True  # false: a plain Slurm node, no slices
     slurm_topology: str = ""  # what slurm.conf says, when it differs
     reserved_cpus: tuple = ()  # CPUs the dra.cpu driver reserves (--reserved-cpus)
+    # A Kubernetes node that keeps its slurm.conf line and slurmd when the
+    # cluster discovers the others as EXTERNAL nodes (a mixed cluster).
+    slurmd: bool = False
 
     @property
     def slurm(self) -> "Node":
@@ -57,7 +60,7 @@ class Node:
         if not self.slurm_topology:
             return self
         return Node(self.name, self.slurm_topology, self.cpu_mode, self.gpus, self.kubernetes,
-                    "", self.reserved_cpus)
+                    "", self.reserved_cpus, self.slurmd)
 
     @property
     def sockets(self) -> int:
@@ -133,7 +136,8 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
                          str(_require(g, "pcie_root", f"{where}.gpus[{j}]")))
                      for j, g in enumerate(n.get("gpus", [])))
         node = Node(name, _require(n, "topology", where), mode, gpus, bool(n.get("kubernetes", True)),
-                    n.get("slurm_topology", ""), tuple(int(c) for c in n.get("reserved_cpus", [])))
+                    n.get("slurm_topology", ""), tuple(int(c) for c in n.get("reserved_cpus", [])),
+                    bool(n.get("slurmd", False)))
         if node.cores % node.sockets:
             raise FixtureError(f"{where}: cores are not evenly spread over sockets")
         for g in gpus:

@@ -4,9 +4,10 @@
 from its Node object and slices (topology, memory, GPUs with their index),
 external jobs (`sbatch --external`) land on them with what pods hold kept
 out, and Kubernetes' view of the node follows: cordon and NotReady drain it,
-their end resumes it, a Node gone deletes it. Runs on the newest release the
-plugin is built for (26.05.3); skipped, saying how to build it, when it is
-not built, unless K8S_REQUIRE_SLURM_RELEASES=1."""
+their end resumes it, a Node gone deletes it; slurm-bridge's pods' claims
+count as their jobs'. Runs on 25.11.7 and 26.05.3 (the releases with
+EXTERNAL nodes and GresConf); skipped, saying how to build them, when they
+are not built, unless K8S_REQUIRE_SLURM_RELEASES=1."""
 import re
 
 import pytest
@@ -21,19 +22,19 @@ from harness.wait import wait_for
 from conftest import FIXTURES
 from test_releases_plugin import require
 
-RELEASE = "26.05.3"
+RELEASES = ["25.11.7", "26.05.3"]
 KUBE_NODES = ["k8s-n1", "k8s-n2", "k8s-n3", "k8s-n4"]
 
 
-@pytest.fixture(scope="module")
-def ext_cluster():
-    require(RELEASE)
+@pytest.fixture(scope="module", params=RELEASES)
+def ext_cluster(request):
+    require(request.param)
     c = Cluster(new_run_dir("k8s-cons-tres-test-"))
     try:
         # slurm-bridge writes the claims of jobs whose AdminComment names its
         # pods; every other external job still gets the plugin's
         c.plugin_extra = "ExternalJobClaims=bridge\n"
-        c.up(str(FIXTURES / "demo.json"), slurm=RELEASE, external=True)
+        c.up(str(FIXTURES / "demo.json"), slurm=request.param, external=True)
         yield c
     finally:
         c.down()
