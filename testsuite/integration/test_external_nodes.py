@@ -111,6 +111,28 @@ def test_cordon_and_not_ready_drain_and_their_end_resumes(ext_cluster):
              what="k8s-n4 resumed when Ready again")
 
 
+def test_a_slice_shape_change_drains_a_busy_node_and_recreates_it_once_idle(ext_cluster):
+    c = ext_cluster
+    j = external_job(c, "-w", "k8s-n4", "-c", "2")
+    wait_job(c, j, states={"RUNNING"})
+    # the GPU driver publishes one GPU fewer (a GPU failed or was taken out)
+    sl = next(s for s in get_json(c, "resourceslices")["items"]
+              if s["spec"]["nodeName"] == "k8s-n4" and s["spec"]["driver"] == "gpu.nvidia.com")
+    sl["spec"]["devices"] = [d for d in sl["spec"]["devices"] if d["name"] != "gpu-7"]
+    kubectl(c, "replace", "-f", "-", input=json.dumps(sl))
+    wait_for(lambda: "recreated once idle" in node(c, "k8s-n4"), timeout=30,
+             what="busy k8s-n4 drained until it is idle", on_timeout=lambda: node(c, "k8s-n4"))
+    assert "DRAIN" in field(node(c, "k8s-n4"), "State")
+    assert show_job(c, j)["JobState"] == "RUNNING"  # the running job is left alone
+    c.run("scancel", str(j))
+    wait_job(c, j)
+    wait_for(lambda: re.search(r"\bGres=gpu:[a-z0-9_]+:7\b", node(c, "k8s-n4")) and
+             "DRAIN" not in field(node(c, "k8s-n4"), "State"), timeout=60,
+             what="k8s-n4 recreated with 7 GPUs", on_timeout=lambda: node(c, "k8s-n4"))
+    names = c.run("sinfo", "-h", "-N", "-o", "%N").stdout.split()
+    assert names.count("k8s-n4") == 1, names
+
+
 def test_a_node_gone_from_kubernetes_is_deleted_and_restart_rediscovers(ext_cluster):
     c = ext_cluster
     kubectl(c, "delete", "node", "k8s-n2")
