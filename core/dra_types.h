@@ -105,7 +105,7 @@ struct ClaimHolding {
     std::vector<std::string> reservedForPods;     // status.reservedFor: uids of the pods
     std::vector<std::string> reservedForPodNames; // and their names, in the same order
     // Set by k8s_client, never decoded: the Slurm job whose slurm-bridge pod
-    // this claim is reserved for (bridge_job_of), 0 for any other claim.
+    // this claim is reserved for (k8s_client's bridgeClaimJob), 0 for any other.
     uint32_t bridgedJob = 0;
     bool operator==(const ClaimHolding &) const = default;
 };

@@ -17,6 +17,14 @@ std::vector<std::string> claimNodes(const ClaimHolding &c) {
 }
 
 namespace {
+// A label value that is a Slurm job id: decimal digits only, not 0.
+uint32_t jobIdOf(const std::string &v) {
+    uint32_t id = 0;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), id);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size() || id == 0) return 0;
+    return id;
+}
+
 // The job id of an object in the claim namespace that carries the plugin's
 // labels for this cluster and names `node`; 0 otherwise.
 uint32_t labelledJob(const std::string &ns, const std::map<std::string, std::string> &labels,
@@ -31,10 +39,7 @@ uint32_t labelledJob(const std::string &ns, const std::map<std::string, std::str
         *cluster != labelValue(config.cluster_label) || !job || !nodeLabel || node.empty() ||
         labelValue(node) != *nodeLabel)
         return 0;
-    uint32_t id = 0;
-    auto r = std::from_chars(job->data(), job->data() + job->size(), id);
-    if (r.ec != std::errc() || r.ptr != job->data() + job->size() || id == 0) return 0;
-    return id;
+    return jobIdOf(*job);
 }
 }  // namespace
 
@@ -62,12 +67,7 @@ uint32_t bridgeClaimJob(const ClaimHolding &c, const PodMap &bridgePods) {
     const auto nodes = claimNodes(c);
     if (nodes.size() != 1 || (!pod->nodeName.empty() && pod->nodeName != nodes.front())) return 0;
     auto it = pod->labels.find(kLabelBridgeJob);
-    if (it == pod->labels.end()) return 0;
-    const std::string &v = it->second;
-    uint32_t id = 0;
-    auto r = std::from_chars(v.data(), v.data() + v.size(), id);
-    if (r.ec != std::errc() || r.ptr != v.data() + v.size() || id == 0) return 0;
-    return id;
+    return it == pod->labels.end() ? 0 : jobIdOf(it->second);
 }
 
 }  // namespace k8sdra::k8s
