@@ -123,6 +123,12 @@ std::string nodeline(const ExternalNodeSpec &s, bool with_gres_conf) {
     return l;
 }
 
+std::string kube_drain_cause(const KubeNodeState &k) {
+    if (k.unschedulable) return "cordoned in Kubernetes";
+    if (!k.ready) return "not Ready in Kubernetes: " + k.not_ready;
+    return "";
+}
+
 std::vector<ExtAction> plan_external_nodes(const std::map<std::string, KubeNodeState> &kube,
                                            const std::map<std::string, ExternalNodeSpec> &specs,
                                            const std::vector<SlurmNodeState> &have, size_t max_actions,
@@ -137,17 +143,13 @@ std::vector<ExtAction> plan_external_nodes(const std::map<std::string, KubeNodeS
         auto spec = specs.find(name);
         auto it = slurm.find(name);
         if (it == slurm.end()) {
-            if (spec != specs.end() && k.ready && !k.unschedulable)
+            if (spec != specs.end() && kube_drain_cause(k).empty())
                 creates.push_back({ExtActionKind::Create, name, ""});
             continue;
         }
         const SlurmNodeState &h = *it->second;
         if (!is_discovered(h)) continue;  // the admin's, or another tool's
-        std::string cause;
-        if (k.unschedulable)
-            cause = "cordoned in Kubernetes";
-        else if (!k.ready)
-            cause = "not Ready in Kubernetes: " + k.not_ready;
+        std::string cause = kube_drain_cause(k);
         if (spec != specs.end()) {
             if (std::string diff = shape_difference(h, spec->second); !diff.empty()) {
                 if (h.idle) {  // made again, with the new shape, next round

@@ -68,6 +68,10 @@ std::string nodeline(const ExternalNodeSpec &s, bool with_gres_conf);
 // The GRES type Slurm gets for a GPU model: lower case letters, digits, '_'.
 std::string gres_type_of(const std::string &model, const std::string &driver);
 
+// Why Kubernetes takes node k out of service ("" when it does not): a
+// discovered node is drained in Slurm for it, and not created while it lasts.
+std::string kube_drain_cause(const KubeNodeState &k);
+
 enum class ExtActionKind { Create, Drain, Resume, Delete };
 struct ExtAction {
     ExtActionKind kind;

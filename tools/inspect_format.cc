@@ -77,6 +77,9 @@ void write_node(Writer &w, const NodeReport &n) {
     w.Key("usable");
     w.Bool(n.invalid.empty());
     nullable(w, "invalid", n.invalid);
+    kv(w, "mode", n.mode);
+    kv(w, "mode_note", n.mode_note);
+    nullable(w, "external_node", n.external_node);
     kv(w, "cpu_mode", n.cpu_mode);
     kv(w, "sockets", n.sockets);
     kv(w, "cores_per_socket", n.cores_per_socket);
@@ -148,6 +151,7 @@ void text_node(std::string &o, const NodeReport &n) {
     if (!n.invalid.empty())
         o += ": NOT USABLE: " + n.invalid;
     o += "\n";
+    o += "  mode: " + n.mode + "; " + n.mode_note + "\n";
     if (!n.cpu_mode.empty()) {
         o += "  " + std::to_string(n.sockets) + " sockets, " +
              std::to_string(n.numa_nodes.size()) + " NUMA nodes, " +
@@ -185,6 +189,8 @@ void text_node(std::string &o, const NodeReport &n) {
     }
     for (const std::string &x : n.warnings)
         o += "  warning: " + x + "\n";
+    if (!n.external_node.empty())
+        o += "  created as: " + n.external_node + "\n";
     if (!n.slurm_conf.empty())
         o += "  slurm.conf: " + n.slurm_conf + "\n";
     for (const std::string &l : n.gres_conf)

@@ -199,6 +199,51 @@ void add_topology(NodeReport &r, const NodeEntry &e) {
                              "individual mode for exact CPUs");
 }
 
+std::string selector_text(const Discovery &d) {
+    return d.node_selector.empty() ? std::string("NodeSelector (unset: every node)")
+                                   : "NodeSelector=" + d.node_selector;
+}
+
+// The node's mode under opts, and for an external node its definition or
+// what keeps the plugin from creating it. The same rules as the plugin's
+// (external_spec, kube_drain_cause); what slurmctld already has is not
+// known here, so a node's Slurm state is not.
+void add_mode(NodeReport &r, const NodeEntry *e, const std::optional<Discovery> &d) {
+    if (!d) {
+        r.mode = "slurmd";
+        r.mode_note = "NodeDiscovery=none: needs a slurmd and the slurm.conf line below";
+        return;
+    }
+    auto k = d->nodes.find(r.name);
+    if (k == d->nodes.end()) {
+        r.mode = "slurmd";
+        r.mode_note = "not matched by " + selector_text(*d) +
+                      ": needs a slurmd and the slurm.conf line below";
+        return;
+    }
+    r.mode = "external";
+    std::string why;
+    if (!e)
+        why = "publishes no ResourceSlices of the configured drivers";
+    else if (!e->invalid.empty())
+        why = e->invalid;
+    std::optional<ExternalNodeSpec> spec;
+    if (why.empty())
+        spec = external_spec(e->topology, k->second, d->features, &why);
+    if (!spec) {
+        r.mode_note = "matched by " + selector_text(*d) + ", but not created: " + why;
+        return;
+    }
+    r.external_node = nodeline(*spec, true);
+    r.slurm_conf.clear();  // nothing to write: the plugin makes the node
+    r.gres_conf.clear();
+    if (const std::string cause = kube_drain_cause(k->second); !cause.empty())
+        r.mode_note = "matched by " + selector_text(*d) + "; " + cause +
+                      ": not created while that lasts, and drained if it exists";
+    else
+        r.mode_note = "matched by " + selector_text(*d) + ": an EXTERNAL Slurm node, no slurmd";
+}
+
 }  // namespace
 
 Report build_report(const std::vector<ResourceSlice> &slices,
@@ -223,7 +268,21 @@ Report build_report(const std::vector<ResourceSlice> &slices,
             slurm_lines(r, e->topology, opts.gres_type);
         }
         r.warnings.insert(r.warnings.end(), e->warnings.begin(), e->warnings.end());
+        add_mode(r, e, opts.discovery);
         rep.nodes.push_back(std::move(r));
+    }
+    // Matched nodes without slices: discovery waits for them.
+    if (opts.discovery) {
+        for (const auto &[name, k] : opts.discovery->nodes) {
+            if (inv.node(name))
+                continue;
+            NodeReport r;
+            r.name = name;
+            add_mode(r, nullptr, opts.discovery);
+            rep.nodes.push_back(std::move(r));
+        }
+        std::sort(rep.nodes.begin(), rep.nodes.end(),
+                  [](const NodeReport &a, const NodeReport &b) { return a.name < b.name; });
     }
     return rep;
 }

@@ -5,9 +5,12 @@
 #pragma once
 
 #include "core/dra_types.h"
+#include "core/external_nodes.h"
 #include "core/inventory.h"
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +49,15 @@ struct Unavailable {
     std::string reason;
 };
 
+// How Slurm runs a node: "slurmd" (a slurm.conf NodeName= line and a
+// slurmd on the node) or "external" (NodeDiscovery=external: an EXTERNAL
+// Slurm node the plugin creates from the slices, no slurmd).
 struct NodeReport {
     std::string name;
     std::string invalid;   // why the plugin cannot use the node, "" when usable
+    std::string mode;          // "slurmd" or "external"
+    std::string mode_note;     // why that mode, and what it takes or what stops it
+    std::string external_node; // the EXTERNAL node definition the plugin creates
     std::string cpu_mode;  // individual, grouped-numa, grouped-socket, grouped-machine
     uint32_t sockets = 0, cores_per_socket = 0, threads_per_core = 0, cpus = 0;
     std::vector<NumaReport> numa_nodes;
@@ -66,9 +75,18 @@ struct Report {
     std::vector<std::string> claim_errors;
 };
 
+// NodeDiscovery=external as the plugin would run it.
+struct Discovery {
+    std::string node_selector;                   // NodeSelector=, for the notes
+    std::vector<std::string> features = {"k8s"};  // NodeFeatures=
+    // The Kubernetes nodes NodeSelector matches, by name.
+    std::map<std::string, KubeNodeState> nodes;
+};
+
 struct ReportOptions {
     InventoryOptions inventory;
     std::string gres_type;  // Type= of the gres.conf lines, "" for none
+    std::optional<Discovery> discovery;  // unset: NodeDiscovery=none
 };
 
 Report build_report(const std::vector<ResourceSlice> &slices,

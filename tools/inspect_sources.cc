@@ -5,6 +5,7 @@
 #include "k8s_client/config.h"
 #include "k8s_client/http_client.h"
 #include "k8s_client/json.h"
+#include "k8s_client/kube_node.h"
 #include "k8s_client/slice_json.h"
 
 #include <fstream>
@@ -53,13 +54,27 @@ std::vector<T> from_file(const std::string &path, const std::string &kind, Decod
     return out;
 }
 
+// As the plugin's node informer reads it (decodeKubeNode).
+KubeNodeState node_state(const rapidjson::Value &v) {
+    try {
+        const k8s::KubeNode n = k8s::decodeKubeNode(v);
+        return {n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB};
+    } catch (const json::Error &) {
+        throw;
+    } catch (const std::runtime_error &e) {
+        throw json::Error(e.what());
+    }
+}
+
 // GET every page of a cluster-wide list.
 template <class Each>
 void list_all(k8s::Client &client, const std::string &path, const std::string &kind,
-              Each &&each) {
+              Each &&each, const std::string &label_selector = "") {
     std::string cont;
     do {
         std::string url = path + "?limit=500";
+        if (!label_selector.empty())
+            url += "&labelSelector=" + k8s::urlEncode(label_selector);
         if (!cont.empty())
             url += "&continue=" + k8s::urlEncode(cont);
         k8s::HttpResponse r = client.get(url);
@@ -91,8 +106,13 @@ std::vector<ClaimHolding> claims_from_file(const std::string &path) {
     });
 }
 
+std::vector<KubeNodeState> nodes_from_file(const std::string &path) {
+    return from_file<KubeNodeState>(path, "Node", node_state);
+}
+
 void fetch_from_api(const std::string &kubeconfig, const std::string &context,
-                    std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims) {
+                    std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims,
+                    const std::string &node_selector, std::vector<KubeNodeState> *nodes) {
     std::shared_ptr<const k8s::Config> cfg;
     try {
         cfg = std::make_shared<const k8s::Config>(k8s::loadKubeconfig(kubeconfig, context));
@@ -105,6 +125,10 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
              [&](const rapidjson::Value &v) { slices->push_back(k8s::decodeResourceSlice(v)); });
     list_all(client, "/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim",
              [&](const rapidjson::Value &v) { claims->push_back(k8s::decodeClaimHolding(v)); });
+    if (nodes)
+        list_all(client, "/api/v1/nodes", "Node",
+                 [&](const rapidjson::Value &v) { nodes->push_back(node_state(v)); },
+                 node_selector);
 }
 
 }  // namespace k8sdra::inspect

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/dra_types.h"
+#include "core/external_nodes.h"
 
 #include <stdexcept>
 #include <string>
@@ -21,9 +22,17 @@ std::vector<ResourceSlice> slices_from_file(const std::string &path);
 // `kubectl get resourceclaims -A -o json` output (or one claim).
 std::vector<ClaimHolding> claims_from_file(const std::string &path);
 
+// `kubectl get nodes -l SELECTOR -o json` output (or one Node): what node
+// discovery reads of each.
+std::vector<KubeNodeState> nodes_from_file(const std::string &path);
+
 // Lists every ResourceSlice and ResourceClaim once (paged), with the
-// kubeconfig's credentials. Throws SourceError naming what failed.
+// kubeconfig's credentials, and when nodes is set the Nodes that
+// node_selector (a label selector, "" = all) matches. Throws SourceError
+// naming what failed.
 void fetch_from_api(const std::string &kubeconfig, const std::string &context,
-                    std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims);
+                    std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims,
+                    const std::string &node_selector = "",
+                    std::vector<KubeNodeState> *nodes = nullptr);
 
 }  // namespace k8sdra::inspect

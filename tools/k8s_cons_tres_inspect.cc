@@ -17,8 +17,9 @@ using namespace k8sdra;
 namespace {
 
 const char *kUsage =
-    "usage: k8s-cons-tres-inspect (--kubeconfig FILE [--context NAME] |\n"
-    "                              --slices FILE... [--claims FILE...])\n"
+    "usage: k8s-cons-tres-inspect [--config FILE]\n"
+    "         (--kubeconfig FILE [--context NAME] |\n"
+    "          --slices FILE... [--claims FILE...] [--nodes FILE...])\n"
     "         [--node NAME]... [--json] [--cpu-driver NAME] [--gpu-drivers A,B]\n"
     "         [--gpu-index-order minor|pcibusid] [--gres-type TYPE]\n"
     "Prints per node what select/k8s_cons_tres makes of its ResourceSlices:\n"
@@ -27,7 +28,12 @@ const char *kUsage =
     "the matching slurm.conf NodeName= and gres.conf lines. --slices/--claims\n"
     "take `kubectl get resourceslices -o json` and `kubectl get resourceclaims\n"
     "-A -o json` output. Drivers default as in k8s_cons_tres.conf (CPUDriver=\n"
-    "dra.cpu, GPUDrivers=gpu.nvidia.com).\n";
+    "dra.cpu, GPUDrivers=gpu.nvidia.com). --config reads the plugin's own\n"
+    "k8s_cons_tres.conf (drivers, Kubeconfig=, NodeDiscovery=, NodeSelector=,\n"
+    "NodeFeatures=); each node's mode then says whether it is an EXTERNAL\n"
+    "Slurm node the plugin creates, and with what definition, or needs a\n"
+    "slurmd. --nodes takes `kubectl get nodes -l SELECTOR -o json` output:\n"
+    "the nodes NodeSelector matches, as under NodeDiscovery=external.\n";
 
 std::vector<std::string> split_commas(const std::string &s) {
     std::vector<std::string> out;
@@ -45,9 +51,10 @@ std::vector<std::string> split_commas(const std::string &s) {
 
 struct Args {
     std::string kubeconfig, context;
-    std::vector<std::string> slice_files, claim_files, nodes;
+    std::vector<std::string> slice_files, claim_files, node_files, nodes;
     bool json = false;
     inspect::ReportOptions opts;
+    std::string config_kubeconfig;  // Kubeconfig= of --config
 };
 
 // Takes the values after a multi-file flag up to the next "--" option.
@@ -61,20 +68,47 @@ size_t take_files(int argc, char **argv, int i, std::vector<std::string> &out) {
     return n;
 }
 
+// The plugin's settings from its k8s_cons_tres.conf (or its defaults).
+void apply(const PluginConfig &c, Args &a) {
+    a.opts.inventory.cpu_driver = c.cpu_driver;
+    a.opts.inventory.gpu_drivers = c.gpu_drivers;
+    a.opts.inventory.gres_order = c.gres_by_pci_bus ? GresOrder::PciBusId : GresOrder::Minor;
+    a.config_kubeconfig = c.kubeconfig;
+    if (c.node_discovery)
+        a.opts.discovery = inspect::Discovery{c.node_selector, c.node_features, {}};
+}
+
+// --config first, so that the other options override what it says.
+bool read_config(int argc, char **argv, Args &a) {
+    apply(PluginConfig{}, a);
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::strcmp(argv[i], "--config") != 0)
+            continue;
+        const ConfigResult r = load_plugin_config(argv[i + 1]);
+        if (!r.config) {
+            std::fprintf(stderr, "k8s-cons-tres-inspect: %s\n", r.error.c_str());
+            return false;
+        }
+        apply(*r.config, a);
+    }
+    return true;
+}
+
 bool parse(int argc, char **argv, Args &a) {
-    // Same defaults as the plugin's CPUDriver= / GPUDrivers=.
-    const PluginConfig defaults;
-    a.opts.inventory.cpu_driver = defaults.cpu_driver;
-    a.opts.inventory.gpu_drivers = defaults.gpu_drivers;
     for (int i = 1; i < argc; ++i) {
         const std::string f = argv[i];
         const bool has = i + 1 < argc;
-        if (f == "--kubeconfig" && has)
+        if (f == "--config" && has)
+            ++i;  // read_config's
+        else if (f == "--kubeconfig" && has)
             a.kubeconfig = argv[++i];
         else if (f == "--context" && has)
             a.context = argv[++i];
-        else if (f == "--slices" || f == "--claims") {
-            size_t n = take_files(argc, argv, i, f == "--slices" ? a.slice_files : a.claim_files);
+        else if (f == "--slices" || f == "--claims" || f == "--nodes") {
+            size_t n = take_files(argc, argv, i,
+                                  f == "--slices"   ? a.slice_files
+                                  : f == "--claims" ? a.claim_files
+                                                    : a.node_files);
             if (!n)
                 return false;
             i += static_cast<int>(n);
@@ -96,23 +130,37 @@ bool parse(int argc, char **argv, Args &a) {
         else
             return false;
     }
+    // Kubeconfig= of --config is the source when nothing else is named.
+    if (a.kubeconfig.empty() && a.slice_files.empty())
+        a.kubeconfig = a.config_kubeconfig;
+    // Node files stand for what NodeSelector matched: discovery is on.
+    if (!a.node_files.empty() && !a.opts.discovery)
+        a.opts.discovery = inspect::Discovery{};
     return a.kubeconfig.empty() != a.slice_files.empty() &&
-           (a.kubeconfig.empty() || a.claim_files.empty());
+           (a.kubeconfig.empty() || (a.claim_files.empty() && a.node_files.empty()));
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
     Args a;
+    if (!read_config(argc, argv, a))
+        return 2;
     if (!parse(argc, argv, a)) {
         std::fputs(kUsage, stderr);
         return 2;
     }
     std::vector<ResourceSlice> slices;
     std::vector<ClaimHolding> claims;
+    std::vector<KubeNodeState> nodes;
     try {
         if (!a.kubeconfig.empty())
-            inspect::fetch_from_api(a.kubeconfig, a.context, &slices, &claims);
+            inspect::fetch_from_api(a.kubeconfig, a.context, &slices, &claims,
+                                    a.opts.discovery ? a.opts.discovery->node_selector : "",
+                                    a.opts.discovery ? &nodes : nullptr);
+        for (const std::string &f : a.node_files)
+            for (KubeNodeState &n : inspect::nodes_from_file(f))
+                nodes.push_back(std::move(n));
         for (const std::string &f : a.slice_files)
             for (ResourceSlice &s : inspect::slices_from_file(f))
                 slices.push_back(std::move(s));
@@ -123,6 +171,9 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "k8s-cons-tres-inspect: %s\n", e.what());
         return 1;
     }
+    if (a.opts.discovery)
+        for (KubeNodeState &n : nodes)
+            a.opts.discovery->nodes[n.name] = std::move(n);
     inspect::Report r = inspect::build_report(slices, claims, a.opts);
     if (!a.nodes.empty())
         std::erase_if(r.nodes, [&](const inspect::NodeReport &n) {

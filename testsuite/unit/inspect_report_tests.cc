@@ -175,7 +175,7 @@ TEST_CASE("MIG: a pod holding a MIG slice makes its whole GPU unavailable") {
 
 TEST_CASE("example driver: partitions, and unknown affinity without Cores=") {
     Json j(build_report(slices({"dra_cpu_v0.2_individual_pcie.json", "example_partitions.json"}), {},
-                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.example.com"}}, ""}));
+                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.example.com"}}, "", {}}));
     const auto &g0 = j.gpu("gpu-0-full");
     CHECK(g0["affinity_source"].GetString() == std::string("unknown"));
     CHECK(g0["numa"].IsNull());
@@ -189,7 +189,7 @@ TEST_CASE("example driver: partitions, and unknown affinity without Cores=") {
 
 TEST_CASE("GPU drivers not configured are not read (GPUDrivers= default)") {
     Json j(build_report(slices({"dra_cpu_v0.2_individual_pcie.json", "example_partitions.json"}), {},
-                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.nvidia.com"}}, ""}));
+                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.nvidia.com"}}, "", {}}));
     CHECK(j.node()["gpus"].Size() == 0);
 }
 
@@ -230,4 +230,73 @@ TEST_CASE("files: a List, one object, or an error naming the file") {
     CHECK_THROWS_WITH(slices_from_file(fixture("claim_grouped.json")),
                       Catch::Contains("claim_grouped.json") && Catch::Contains("ResourceSlice"));
     CHECK_THROWS_AS(slices_from_file(fixture("no-such-file.json")), SourceError);
+}
+
+TEST_CASE("node mode: slurmd without discovery, external with it, and what stops a node") {
+    const auto s = slices({"dra_cpu_v0.2_individual_pcie.json", "nvidia_v25.12.json"});
+    SECTION("NodeDiscovery=none: a slurmd node, with its slurm.conf line") {
+        Json j(build_report(s, {}));
+        CHECK(j.node()["mode"].GetString() == std::string("slurmd"));
+        CHECK(j.node()["external_node"].IsNull());
+        CHECK(std::string(j.node()["slurm_conf"].GetString()).rfind("NodeName=node1 ", 0) == 0);
+    }
+    ReportOptions o;
+    o.discovery = Discovery{"scheduler.slinky.slurm.net/external-node", {"k8s"}, {}};
+    for (KubeNodeState &n : nodes_from_file(fixture("nodes.json")))
+        o.discovery->nodes[n.name] = n;
+    SECTION("matched and Ready: the EXTERNAL node the plugin creates, no slurm.conf line") {
+        Report r = build_report(s, {}, o);
+        Json j(r);
+        const auto &n = j.node();
+        CHECK(n["mode"].GetString() == std::string("external"));
+        const std::string line = n["external_node"].GetString();
+        CHECK(line.rfind("NodeName=node1 State=EXTERNAL CPUs=8 Sockets=2 CoresPerSocket=2 "
+                         "ThreadsPerCore=2 RealMemory=31912 Features=k8s,k8s_cons_tres,",
+                         0) == 0);
+        CHECK(line.find(" Gres=gpu:") != std::string::npos);
+        CHECK(line.find(" GresConf=\"name=gpu,") != std::string::npos);
+        CHECK(n["slurm_conf"].GetString() == std::string());
+        CHECK(n["gres_conf"].Size() == 0);
+        CHECK_THAT(n["mode_note"].GetString(), Catch::Contains("no slurmd"));
+        CHECK_THAT(report_text(r), Catch::Contains("  mode: external; matched by NodeSelector="
+                                                   "scheduler.slinky.slurm.net/external-node") &&
+                                       Catch::Contains("  created as: NodeName=node1 State=EXTERNAL"));
+    }
+    SECTION("not matched by the selector: a slurmd node") {
+        o.discovery->nodes.erase("node1");
+        Json j(build_report(s, {}, o));
+        CHECK(j.node()["mode"].GetString() == std::string("slurmd"));
+        CHECK_THAT(j.node()["mode_note"].GetString(), Catch::Contains("not matched by NodeSelector="));
+    }
+    SECTION("cordoned: external, not created while it lasts") {
+        o.discovery->nodes["node1"].unschedulable = true;
+        Json j(build_report(s, {}, o));
+        CHECK(j.node()["mode"].GetString() == std::string("external"));
+        CHECK_THAT(j.node()["mode_note"].GetString(),
+                   Catch::Contains("cordoned in Kubernetes") && Catch::Contains("not created"));
+    }
+    SECTION("matched without slices, or with slices that make no node: the reason") {
+        o.discovery->nodes["node1"].memory_mb = 0;  // allocatable memory unreadable
+        Report r = build_report(s, {}, o);
+        REQUIRE(r.nodes.size() == 2);
+        CHECK(r.nodes[0].name == "node1");
+        CHECK(r.nodes[0].external_node.empty());
+        CHECK_THAT(r.nodes[0].mode_note, Catch::Contains("not created: "));
+        CHECK(r.nodes[1].name == "node2");
+        CHECK(r.nodes[1].mode == "external");
+        CHECK_THAT(r.nodes[1].mode_note,
+                   Catch::Contains("not created: publishes no ResourceSlices"));
+    }
+}
+
+TEST_CASE("node files: what node discovery reads of each Node") {
+    const auto n = nodes_from_file(fixture("nodes.json"));
+    REQUIRE(n.size() == 2);
+    CHECK(n[0] == KubeNodeState{"node1", false, true, "", 31912});
+    CHECK(n[1].unschedulable);
+    CHECK_FALSE(n[1].ready);
+    CHECK_THAT(n[1].not_ready, Catch::Contains("KubeletNotReady"));
+    CHECK(n[1].memory_mb == 16384);
+    CHECK_THROWS_WITH(nodes_from_file(fixture("claim_grouped.json")),
+                      Catch::Contains("claim_grouped.json") && Catch::Contains("Node"));
 }
