@@ -385,7 +385,9 @@ class Cluster:
             f"KubernetesNodes={','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL'}\n"
             "StaleAfter=10\n"
             "DebugLevel=debug\n" +
-            ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else "") + self.plugin_extra)
+            ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else "") +
+            (f"NodeSelector={fx.node_selector}\n" if self.external and fx.node_selector else "") +
+            self.plugin_extra)
 
     def _least_privilege_kubeconfig(self) -> Path:
         """The plugin talks to the API server with exactly the rights that

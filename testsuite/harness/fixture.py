@@ -8,7 +8,7 @@ answered by hwloc itself (hwloc-calc), never by parsing the string here.
 import json
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -53,14 +53,14 @@ class Node:
     # A Kubernetes node that keeps its slurm.conf line and slurmd when the
     # cluster discovers the others as EXTERNAL nodes (a mixed cluster).
     slurmd: bool = False
+    labels: tuple = ()  # its Node object's labels, (key, value) pairs
 
     @property
     def slurm(self) -> "Node":
         """The node as slurm.conf describes it."""
         if not self.slurm_topology:
             return self
-        return Node(self.name, self.slurm_topology, self.cpu_mode, self.gpus, self.kubernetes,
-                    "", self.reserved_cpus, self.slurmd)
+        return replace(self, topology=self.slurm_topology, slurm_topology="")
 
     @property
     def sockets(self) -> int:
@@ -108,6 +108,9 @@ class Fixture:
     gpu_type: str
     nodes: tuple
     held_by_pods: tuple = field(default=())
+    # NodeSelector= of a cluster that discovers its Kubernetes nodes
+    # (--external); "" selects every node.
+    node_selector: str = ""
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -120,6 +123,13 @@ def _require(obj: dict, key: str, where: str):
     if key not in obj:
         raise FixtureError(f"{where}: missing key '{key}'")
     return obj[key]
+
+
+def _labels(labels, where: str) -> tuple:
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                               for k, v in labels.items()):
+        raise FixtureError(f"{where}: labels must map strings to strings")
+    return tuple(sorted(labels.items()))
 
 
 def parse(data: dict, source: str = "fixture") -> Fixture:
@@ -137,7 +147,7 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
                      for j, g in enumerate(n.get("gpus", [])))
         node = Node(name, _require(n, "topology", where), mode, gpus, bool(n.get("kubernetes", True)),
                     n.get("slurm_topology", ""), tuple(int(c) for c in n.get("reserved_cpus", [])),
-                    bool(n.get("slurmd", False)))
+                    bool(n.get("slurmd", False)), _labels(n.get("labels", {}), where))
         if node.cores % node.sockets:
             raise FixtureError(f"{where}: cores are not evenly spread over sockets")
         for g in gpus:
@@ -157,7 +167,8 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
             raise FixtureError(f"{where}: node {node!r} is not a Kubernetes node")
         held.append(PodHolding(_require(h, "namespace", where), _require(h, "name", where), node,
                                tuple(h.get("cpus", [])), tuple(h.get("gpus", []))))
-    return Fixture(data.get("name", "fixture"), data.get("gpu_type", "gpu"), tuple(nodes), tuple(held))
+    return Fixture(data.get("name", "fixture"), data.get("gpu_type", "gpu"), tuple(nodes), tuple(held),
+                   str(data.get("node_selector", "")))
 
 
 def load(path: str) -> Fixture:
@@ -214,6 +225,9 @@ class Recorded:
     nodes: tuple
     seed_items: tuple
     held_by_pods: tuple = field(default=())
+    # NodeSelector= of a cluster that discovers its Kubernetes nodes
+    # (--external); "" selects every node.
+    node_selector: str = ""
 
     def node(self, name: str) -> RecordedNode:
         for n in self.nodes:

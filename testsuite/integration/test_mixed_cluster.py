@@ -1,32 +1,35 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """One slurmctld with all three node modes (README, "Three node modes"): a
 plain Slurm node, a Kubernetes node with its slurmd and slurm.conf line, and
-Kubernetes nodes that node discovery makes EXTERNAL nodes. Discovery leaves
-the slurm.conf nodes alone, batch jobs run on the slurmd nodes, external jobs
-on the external ones, and on both Kubernetes kinds pod-held devices stay out
-and claims hold what the job got. On 26.05.3; skipped when it is not built,
-unless K8S_REQUIRE_SLURM_RELEASES=1."""
+Kubernetes nodes that node discovery makes EXTERNAL nodes (selected by the
+label slurm-bridge's external nodes carry). Discovery leaves the slurm.conf
+nodes alone, batch jobs run on the slurmd nodes, external jobs on the
+external ones, on both Kubernetes kinds pod-held devices stay out and claims
+hold what the job got, and k8s-cons-tres-inspect, reading the plugin's own
+k8s_cons_tres.conf, names each node's mode. On 25.11.7 and 26.05.3; skipped
+when they are not built, unless K8S_REQUIRE_SLURM_RELEASES=1."""
+import json
 import re
 
 import pytest
 
 from harness.alignment import running_allocations
-from harness.cluster import Cluster, new_run_dir
+from harness.cluster import Cluster, find_inspect, new_run_dir
 from harness.jobs import wait_job
-from harness.kube import cpu_ids_by_device, job_claimed, pod_held
+from harness.kube import cpu_ids_by_device, job_claimed, kubectl, pod_held
 from harness.wait import wait_for
 from conftest import FIXTURES
 from test_releases_plugin import require
 
-RELEASE = "26.05.3"
+RELEASES = ["25.11.7", "26.05.3"]
 
 
-@pytest.fixture(scope="module")
-def mixed():
-    require(RELEASE)
+@pytest.fixture(scope="module", params=RELEASES)
+def mixed(request):
+    require(request.param)
     c = Cluster(new_run_dir("k8s-cons-tres-test-"))
     try:
-        c.up(str(FIXTURES / "mixed_external.json"), slurm=RELEASE, external=True)
+        c.up(str(FIXTURES / "mixed_external.json"), slurm=request.param, external=True)
         yield c
     finally:
         c.down()
@@ -73,3 +76,36 @@ def test_three_node_modes_in_one_slurmctld(mixed):
         wait_job(c, j)
     wait_for(lambda: not job_claimed(c, batch, cpu_ids) and not job_claimed(c, ext, cpu_ids), timeout=30,
              what="the ended jobs' claims to go")
+
+
+def test_inspect_names_each_nodes_mode_as_the_plugin_runs_it(mixed):
+    """--config: the plugin's own file (its kubeconfig, NodeDiscovery and
+    NodeSelector); the node definitions it prints are the ones slurmctld got."""
+    c = mixed
+    out = c.run(str(find_inspect()), "--json", "--config", str(c.plugin_conf)).stdout
+    nodes = {n["name"]: n for n in json.loads(out)["nodes"]}
+    assert sorted(nodes) == ["k8s-e1", "k8s-e2", "kube-sd"], "plain-1 publishes no slices"
+    sd = nodes["kube-sd"]
+    assert sd["mode"] == "slurmd" and "not matched by NodeSelector=" in sd["mode_note"], sd["mode_note"]
+    assert sd["external_node"] is None and sd["slurm_conf"].startswith("NodeName=kube-sd ")
+    for name in ("k8s-e1", "k8s-e2"):
+        n = nodes[name]
+        assert n["mode"] == "external" and "no slurmd" in n["mode_note"], n["mode_note"]
+        assert n["slurm_conf"] == "" and n["gres_conf"] == []
+        made = dict(kv.split("=", 1) for kv in n["external_node"].split() if "=" in kv)
+        have = c.run("scontrol", "show", "node", name).stdout
+        for key, shown in (("CPUs", "CPUTot"), ("Sockets", "Sockets"), ("CoresPerSocket", "CoresPerSocket"),
+                           ("ThreadsPerCore", "ThreadsPerCore"), ("RealMemory", "RealMemory")):
+            assert re.search(rf"\b{shown}={made[key]}\b", have), (name, key, made[key])
+        assert sorted(made["Features"].split(",")) == sorted(
+            re.search(r"AvailableFeatures=(\S+)", have).group(1).split(","))
+        assert re.search(rf"\bGres={re.escape(made['Gres'])}", have), (made["Gres"], have)
+    # a cordoned node says so; uncordoned, it is back
+    kubectl(c, "cordon", "k8s-e2")
+    try:
+        wait_for(lambda: "DRAIN" in state(c, "k8s-e2"), timeout=60, what="k8s-e2 drained on cordon")
+        out = c.run(str(find_inspect()), "--config", str(c.plugin_conf), "--node", "k8s-e2").stdout
+        assert "mode: external; " in out and "cordoned in Kubernetes" in out, out
+    finally:
+        kubectl(c, "uncordon", "k8s-e2")
+    wait_for(lambda: "DRAIN" not in state(c, "k8s-e2"), timeout=60, what="k8s-e2 resumed after uncordon")
