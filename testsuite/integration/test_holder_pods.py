@@ -164,7 +164,9 @@ def test_the_pod_goes_first_then_its_claims(cluster, how):
             claim_rv = next(rv for rv, kind, name in seen if kind == "ResourceClaim" and name == c)
             assert pod_rv < claim_rv, f"claim {c} deleted before pod {pod['metadata']['name']}"
     if how == "requeue-hold":
-        assert show_job(cluster, j)["JobState"] == "PENDING"
+        # its steps may still be ending (COMPLETING) when the pods are gone
+        wait_for(lambda: show_job(cluster, j)["JobState"] == "PENDING", timeout=60,
+                 what=f"job {j} held, pending again")
         assert not job_pods(cluster, j)
 
 
@@ -191,9 +193,11 @@ def test_a_shrinking_job_keeps_the_pod_of_the_node_it_keeps(cluster):
     j = sbatch(cluster, "-N2", "--ntasks-per-node=1", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
     wait_job(cluster, j, states={"RUNNING"})
     before = {p["spec"]["nodeName"]: p["metadata"]["uid"] for p in wait_running_pods(cluster, j, 2)}
-    cluster.run("scontrol", "update", f"jobid={j}", "numnodes=1")
+    keep = sorted(before)[0]  # NodeList=: 25.11+ refuse NumNodes= on a running job
+    cluster.run("scontrol", "update", f"jobid={j}", f"nodelist={keep}")
     after = wait_for(lambda: running_pods(cluster, j, 1), timeout=BOUND + 10, what="one holder pod left")
     kept = after[0]["spec"]["nodeName"]
+    assert kept == keep
     assert after[0]["metadata"]["uid"] == before[kept], "the kept node's pod was replaced"
     wait_for(lambda: {c["metadata"]["labels"]["k8s-cons-tres.slurm.io/node"] for c in job_claims(cluster, j)} == {kept},
              timeout=BOUND, what="only the kept node's claims")
