@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Build select/k8s_cons_tres for one private Slurm release: the release
 # itself once (build-aux/slurm-release.sh, cached), then the plugin in
-# build-slurm-VERSION beside the tree's own build (configured once).
+# build-slurm-VERSION beside the tree's own build (configured once), over
+# the main build's core and client libraries.
 # Prints that build directory. Used by testsuite/run-tests and the demo.
 # Usage: release-plugin.sh VERSION
 set -eu
@@ -14,5 +15,14 @@ dir="$top/build-slurm-$v"
 mkdir -p "$dir"
 cd "$dir"
 [ -f Makefile ] || "$top/configure" --with-slurm="$v" >/dev/null
-make -j"$(nproc)" select_k8s_cons_tres.la >/dev/null
+# The core and client libraries are Slurm-free: link those of the main
+# build (build/, when it is configured) instead of compiling them again.
+main="$top/build"
+if [ -f "$main/Makefile" ] && [ "$(cd "$main" && pwd)" != "$(pwd)" ]; then
+	make -C "$main" -j"$(nproc)" libk8sdra_client.la libk8sdra_core.la >/dev/null
+	make -j"$(nproc)" select_k8s_cons_tres.la \
+		K8SDRA_LIBS="$main/libk8sdra_client.la $main/libk8sdra_core.la" >/dev/null
+else
+	make -j"$(nproc)" select_k8s_cons_tres.la >/dev/null
+fi
 echo "$dir"

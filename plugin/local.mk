@@ -37,7 +37,13 @@ select_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \
 	-Wl,-z,relro
 # No -z now: slurmctld-only functions (lock_slurmctld) must stay lazily bound
 # so that slurmd and the client commands can load the plugin too.
-select_k8s_cons_tres_la_LIBADD = libk8sdra_client.la libk8sdra_core.la $(PTHREAD_LIBS)
+# The Slurm-free libraries it links. They are the same for every release,
+# so a build for another release may link those of this tree's main build
+# instead of compiling its own (build-aux/release-plugin.sh):
+#   make select_k8s_cons_tres.la K8SDRA_LIBS="../build/libk8sdra_client.la ../build/libk8sdra_core.la"
+K8SDRA_LIBS = libk8sdra_client.la libk8sdra_core.la
+select_k8s_cons_tres_la_LIBADD = $(K8SDRA_LIBS) $(PTHREAD_LIBS)
+select_k8s_cons_tres_la_DEPENDENCIES = $(K8SDRA_LIBS)
 EXTRA_DIST += plugin/select_k8s_cons_tres.map
 # The core is C++: link with the C++ driver so libstdc++ comes along.
 nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc
