@@ -5,9 +5,10 @@ others in test_releases_plugin.py): each takes a running harness cluster
 under select/k8s_cons_tres, drives it and asserts. Waits are bounded."""
 import json
 import random
+import re
 import signal
 
-from .alignment import gres_used_idx, job_allocations, running_allocations
+from .alignment import gres_used_idx, job_allocations, parse_id_list, running_allocations
 from .jobs import sbatch, show_job, wait_job
 from .kube import CLAIM_LABEL_JOB, cpu_ids_by_device, faults, holder_pods, job_claimed, job_claims, kubectl, \
     pod_held, reset_faults
@@ -183,3 +184,36 @@ def kill_9_restart_reconciles(c, tmp_path):
         claimed = wait_for(lambda j=j: job_claimed(c, j, cpu_ids), timeout=30, what=f"claims of job {j}")
         assert sorted(claimed[a.node][0]) == sorted(a.cpu_ids), f"job {j} CPUs after the restart"
         assert sorted(claimed[a.node][1]) == sorted(a.gpu_idx), f"job {j} GPUs after the restart"
+
+
+def reserved_cores_kept(c, scontrol, node="k8s-n3"):
+    """A CoreCnt= reservation on a Kubernetes node of the demo fixture:
+    jobs outside it, steered by the engine or not, never get its cores,
+    and its own job runs. scontrol(*args) creates it (22.05 needs a client
+    shim, test_parity.py)."""
+    scontrol("create", "reservation", "ReservationName=hold4", f"Nodes={node}",
+             "CoreCnt=4", "StartTime=now", "Duration=30", "Users=root")
+    try:
+        text = c.run("scontrol", "show", "reservation", "hold4").stdout
+        m = re.search(r"CoreIDs=(\S+)", text)
+        assert m, f"the reservation holds cores: {text}"
+        reserved = set(parse_id_list(m.group(1)))
+        assert len(reserved) == 4
+        tpc = 2  # demo nodes: Slurm CPU id = core * 2 + thread
+        # small jobs are steered to the engine's best cores, which the
+        # engine must pick around the reservation's
+        jobs = [sbatch(c, "-w", node, "-o", "/dev/null", *opts, "--wrap", "sleep 60")
+                for opts in (["-c2"], ["-c4"], ["-c2", "--gres=gpu:1"], ["-c8"], ["-c6"])]
+        running = wait_for(lambda: {j: job_allocations(c, j) for j in jobs
+                                    if show_job(c, j).get("JobState") == "RUNNING"} or None,
+                           timeout=60, what="jobs running outside the reservation")
+        for j, allocs in running.items():
+            for a in allocs:
+                cores = {cpu // tpc for cpu in a.cpu_ids}
+                assert not cores & reserved, f"job {j} got reserved cores {sorted(cores & reserved)}"
+        inside = sbatch(c, "-w", node, "--reservation=hold4", "-o", "/dev/null", "-n4", "--wrap", "sleep 60")
+        wait_for(lambda: show_job(c, inside).get("JobState") == "RUNNING", timeout=60,
+                 what="the reservation's own job to run")
+    finally:
+        c.run("scancel", "--user", "root", check=False)
+        c.run("scontrol", "delete", "reservation", "hold4", check=False)

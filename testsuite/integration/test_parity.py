@@ -2,12 +2,12 @@
 """What works with select/cons_tres works with the plugin: core
 reservations keep their cores on Kubernetes nodes, steered or not."""
 import json
-import re
 import subprocess
 
 import pytest
 
-from harness.alignment import format_id_list, job_allocations, parse_id_list
+from harness import scenarios
+from harness.alignment import format_id_list, job_allocations
 from harness.jobs import sbatch, show_job
 from harness.kube import kubectl
 from harness.wait import wait_for
@@ -42,34 +42,7 @@ def corecnt_scontrol(tmp_path):
 
 
 def test_reserved_cores_never_go_to_jobs_outside_the_reservation(k8s_cluster, corecnt_scontrol):
-    node = "k8s-n3"
-    corecnt_scontrol(k8s_cluster, "create", "reservation", "ReservationName=hold4", f"Nodes={node}",
-                     "CoreCnt=4", "StartTime=now", "Duration=30", "Users=root")
-    try:
-        text = k8s_cluster.run("scontrol", "show", "reservation", "hold4").stdout
-        m = re.search(r"CoreIDs=(\S+)", text)
-        assert m, f"the reservation holds cores: {text}"
-        reserved = set(parse_id_list(m.group(1)))
-        assert len(reserved) == 4
-        tpc = 2  # demo nodes: Slurm CPU id = core * 2 + thread
-        # small jobs are steered to the engine's best cores, which the
-        # engine must pick around the reservation's
-        jobs = [sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", *opts, "--wrap", "sleep 60")
-                for opts in (["-c2"], ["-c4"], ["-c2", "--gres=gpu:1"], ["-c8"], ["-c6"])]
-        running = wait_for(lambda: {j: job_allocations(k8s_cluster, j) for j in jobs
-                                    if show_job(k8s_cluster, j).get("JobState") == "RUNNING"} or None,
-                           timeout=60, what="jobs running outside the reservation")
-        for j, allocs in running.items():
-            for a in allocs:
-                cores = {c // tpc for c in a.cpu_ids}
-                assert not cores & reserved, f"job {j} got reserved cores {sorted(cores & reserved)}"
-        inside = sbatch(k8s_cluster, "-w", node, "--reservation=hold4", "-o", "/dev/null", "-n4",
-                        "--wrap", "sleep 60")
-        wait_for(lambda: show_job(k8s_cluster, inside).get("JobState") == "RUNNING", timeout=60,
-                 what="the reservation's own job to run")
-    finally:
-        k8s_cluster.run("scancel", "--user", "root", check=False)
-        k8s_cluster.run("scontrol", "delete", "reservation", "hold4", check=False)
+    scenarios.reserved_cores_kept(k8s_cluster, lambda *args: corecnt_scontrol(k8s_cluster, *args))
 
 
 def _hold_gpus(cluster, tmp_path, node, gpus):

@@ -147,6 +147,13 @@ def test_admin_view_file_shows_free_and_held_devices(no_jobs_left):
     scenarios.admin_view_file(no_jobs_left)
 
 
+def test_core_reservations_with_a_plain_scontrol(no_jobs_left):
+    """24.11's scontrol checks no select plugin id and 25.05+ load the
+    plugin with cons_tres's: CoreCnt= needs no client shim from 24.11 on."""
+    c = no_jobs_left
+    scenarios.reserved_cores_kept(c, lambda *args: c.run("scontrol", *args))
+
+
 @pytest.mark.parametrize("version", RELEASES)
 def test_slurmctld_kill_9_and_restart_reconciles_claims(cluster_factory, tmp_path, version):
     require(version)
