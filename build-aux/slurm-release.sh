@@ -67,7 +67,11 @@ prefix="$dir/prefix"
 stamp="$dir/stamp"
 log="$dir/build.log"
 # Keep in step with the configure call below (the stamp records this line).
-configure_line="./configure --prefix=$prefix --enable-multiple-slurmd --without-munge"
+# --disable-static: no .a of every library and plugin, which nothing here
+# links, so libtool compiles each source once: configure, make -j2 and
+# make install of 26.05.3 took 179 and 189 s against 268 and 258 s with
+# the static ones, on 2 cores (run A B A B).
+configure_line="./configure --prefix=$prefix --enable-multiple-slurmd --without-munge --disable-static"
 want=$(printf 'version %s\nsha256 %s\nconfigure %s\n' "$version" "$sha256" "$configure_line")
 
 mkdir -p "$dir" || die "cannot create $dir"
@@ -143,7 +147,7 @@ mv "$1" "$src" && rmdir "$dir/unpack"
 
 fail() { tail -n 30 "$log" >&2; die "$1 failed for Slurm $version; the whole log is $log"; }
 say "configuring Slurm $version: $configure_line (log: $log)"
-(cd "$src" && ./configure --prefix="$prefix" --enable-multiple-slurmd --without-munge) >"$log" 2>&1 ||
+(cd "$src" && ./configure --prefix="$prefix" --enable-multiple-slurmd --without-munge --disable-static) >"$log" 2>&1 ||
 	fail "configure"
 say "building Slurm $version (make -j$jobs; about 3 minutes on 2 cores)"
 (cd "$src" && make -j"$jobs") >>"$log" 2>&1 || fail "make"
