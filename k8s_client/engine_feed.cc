@@ -207,7 +207,7 @@ void EngineFeed::run() {
 void EngineFeed::publish_nodes(const Snapshot &snap) {
     std::map<std::string, KubeNodeState> nodes;
     snap.nodes.forEach([&](const std::string &, const KubeNode &n) {
-        nodes[n.name] = KubeNodeState{n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB};
+        nodes[n.name] = nodeState(n);
     });
     if (snap.nodesSynced == nodes_synced_ && nodes == last_nodes_) return;
     nodes_synced_ = snap.nodesSynced;

@@ -37,6 +37,10 @@ uint64_t parseBytes(const std::string &q, bool *ok) {
     return static_cast<uint64_t>(bytes);
 }
 
+KubeNodeState nodeState(const KubeNode &n) {
+    return {n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB};
+}
+
 KubeNode decodeKubeNode(const rapidjson::Value &obj) {
     KubeNode n;
     const rapidjson::Value *meta = json::member(obj, "metadata");

@@ -3,6 +3,7 @@
 // whether it may take new work (cordon, Ready) and its allocatable memory.
 #pragma once
 
+#include "core/external_nodes.h"
 #include "k8s_client/json.h"
 
 #include <cstdint>
@@ -22,6 +23,10 @@ struct KubeNode {
 // Throws on a Node without a name; a missing or malformed field reads as
 // "not ready" / 0 memory, so such a node is never offered to Slurm.
 KubeNode decodeKubeNode(const rapidjson::Value &obj);
+
+// What node discovery reads of it (the plugin's informer and the inspect
+// command alike).
+KubeNodeState nodeState(const KubeNode &n);
 
 // A Kubernetes quantity in bytes ("65536000Ki", "64Gi", "1e9", "512M");
 // nullopt-like 0 with ok=false when malformed or absurdly large.

@@ -57,8 +57,7 @@ std::vector<T> from_file(const std::string &path, const std::string &kind, Decod
 // As the plugin's node informer reads it (decodeKubeNode).
 KubeNodeState node_state(const rapidjson::Value &v) {
     try {
-        const k8s::KubeNode n = k8s::decodeKubeNode(v);
-        return {n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB};
+        return k8s::nodeState(k8s::decodeKubeNode(v));
     } catch (const json::Error &) {
         throw;
     } catch (const std::runtime_error &e) {
