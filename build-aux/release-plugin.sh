@@ -18,7 +18,7 @@ cd "$dir"
 # The core and client libraries are Slurm-free: link those of the main
 # build (build/, when it is configured) instead of compiling them again.
 main="$top/build"
-if [ -f "$main/Makefile" ] && [ "$(cd "$main" && pwd)" != "$(pwd)" ]; then
+if [ -f "$main/Makefile" ]; then
 	make -C "$main" -j"$(nproc)" libk8sdra_client.la libk8sdra_core.la >/dev/null
 	make -j"$(nproc)" select_k8s_cons_tres.la \
 		K8SDRA_LIBS="$main/libk8sdra_client.la $main/libk8sdra_core.la" >/dev/null

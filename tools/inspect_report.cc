@@ -222,6 +222,7 @@ void add_mode(NodeReport &r, const NodeEntry *e, const std::optional<Discovery> 
         return;
     }
     r.mode = "external";
+    const std::string matched = "matched by " + selector_text(*d);
     std::string why;
     if (!e)
         why = "publishes no ResourceSlices of the configured drivers";
@@ -231,17 +232,17 @@ void add_mode(NodeReport &r, const NodeEntry *e, const std::optional<Discovery> 
     if (why.empty())
         spec = external_spec(e->topology, k->second, d->features, &why);
     if (!spec) {
-        r.mode_note = "matched by " + selector_text(*d) + ", but not created: " + why;
+        r.mode_note = matched + ", but not created: " + why;
         return;
     }
     r.external_node = nodeline(*spec, true);
     r.slurm_conf.clear();  // nothing to write: the plugin makes the node
     r.gres_conf.clear();
     if (const std::string cause = kube_drain_cause(k->second); !cause.empty())
-        r.mode_note = "matched by " + selector_text(*d) + "; " + cause +
+        r.mode_note = matched + "; " + cause +
                       ": not created while that lasts, and drained if it exists";
     else
-        r.mode_note = "matched by " + selector_text(*d) + ": an EXTERNAL Slurm node, no slurmd";
+        r.mode_note = matched + ": an EXTERNAL Slurm node, no slurmd";
 }
 
 }  // namespace
