@@ -52,7 +52,40 @@ print-plugindir:
 	@echo $(plugindir)
 .PHONY: print-plugindir
 # The .la file is of no use to slurmctld.
-install-data-hook:
+install-data-hook: install-release-plugins
 	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.la
-uninstall-local:
+uninstall-local: uninstall-release-plugins
 	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.so
+
+# The plugin's exported symbols against this build's release (make check
+# runs check-plugin-exports.sh too; this is the same, on its own).
+check-exports: select_k8s_cons_tres.la
+	SLURM_SRC='$(SLURM_SRC)' SLURM_PREFIX='$(SLURM_PREFIX)' \
+		$(SHELL) $(srcdir)/testsuite/check-plugin-exports.sh .libs/select_k8s_cons_tres.so
+
+# ---- the other releases of --with-slurm=A,B,... ----------------------------
+# configure set up slurm-R/ for each release R after the first; there only
+# the plugin is built, linked with this build's core and client (absolute
+# paths, as the sub-make runs in slurm-R/). Each is installed into its own
+# release's PluginDir and checked against its own release's loader.
+EXTRA_SLURM_RELEASES = @EXTRA_SLURM_RELEASES@
+release_libs = libs=; for l in $(K8SDRA_LIBS); do \
+	case $$l in /*) ;; *) l=$(abs_builddir)/$$l ;; esac; libs="$$libs $$l"; done
+release_make = $(release_libs); for r in $(EXTRA_SLURM_RELEASES); do \
+	$(MAKE) $(AM_MAKEFLAGS) -C slurm-$$r K8SDRA_LIBS="$$libs"
+release-plugins: $(K8SDRA_LIBS)
+	@$(release_make) select_k8s_cons_tres.la || exit 1; done
+check-release-plugins: release-plugins
+	@$(release_make) check-exports || exit 1; done
+install-release-plugins: release-plugins
+	@$(release_make) install-pluginLTLIBRARIES install-data-hook || exit 1; done
+uninstall-release-plugins:
+	@$(release_make) uninstall-local || exit 1; done
+clean-release-plugins:
+	@$(release_make) clean || exit 1; done
+distclean-release-plugins:
+	@for r in $(EXTRA_SLURM_RELEASES); do rm -rf slurm-$$r; done
+all-local: release-plugins
+check-local: check-release-plugins
+.PHONY: check-exports release-plugins check-release-plugins install-release-plugins \
+	uninstall-release-plugins clean-release-plugins distclean-release-plugins

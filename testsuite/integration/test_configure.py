@@ -87,10 +87,82 @@ def test_matching_fake_source_passes_the_version_check(tmp_path):
     assert res.returncode == 0, res.stderr
 
 
-def test_a_list_of_slurm_releases_is_refused_for_now(tmp_path):
-    res = run_configure(tmp_path, "--with-slurm=22.05.8,26.05.3")
+def test_a_list_naming_an_unknown_release_is_refused(tmp_path):
+    res = run_configure(tmp_path, "--with-slurm=22.05.8,23.02.1")
     assert res.returncode != 0
-    assert "one release per build" in res.stderr, res.stderr
+    assert "unknown release 23.02.1" in res.stderr and "26.05.3" in res.stderr, res.stderr
+
+
+def test_a_list_naming_a_release_twice_is_refused(tmp_path):
+    res = run_configure(tmp_path, "--with-slurm=26.05.3,22.05.8,26.05.3")
+    assert res.returncode != 0
+    assert "26.05.3 is named twice" in res.stderr, res.stderr
+
+
+def test_a_list_with_one_plugindir_or_source_tree_is_refused(tmp_path):
+    res = run_configure(tmp_path, "--with-slurm=22.05.8,26.05.3", "--with-plugindir=/tmp/x")
+    assert res.returncode != 0
+    assert "--with-plugindir names one directory" in res.stderr, res.stderr
+    res = run_configure(tmp_path, "--with-slurm=22.05.8,26.05.3", f"--with-slurm-source={tmp_path}")
+    assert res.returncode != 0
+    assert "--with-slurm-source names the tree of one release" in res.stderr, res.stderr
+
+
+def _main_build_libs() -> str:
+    """The Slurm-free libraries of the build the tests run ($K8SDRA_BUILDDIR):
+    linking them keeps this test to the plugins' own sources."""
+    build = Path(os.environ.get("K8SDRA_BUILDDIR") or TOP / "build")
+    libs = [build / "libk8sdra_client.la", build / "libk8sdra_core.la"]
+    if not all(p.is_file() for p in libs):
+        pytest.skip(f"no built core and client libraries in {build}")
+    return " ".join(map(str, libs))
+
+
+def test_a_list_of_releases_builds_and_checks_one_plugin_per_release(tmp_path):
+    """--with-slurm=22.05.8,26.05.3: this build is for 22.05.8, slurm-26.05.3/
+    for 26.05.3; make builds both plugins, make check checks each against its
+    own release's loader (36 and 13 select_p_*), make install puts each into
+    its own release's PluginDir."""
+    release = slurm_release.get("26.05.3")
+    if not release.built():
+        if os.environ.get("K8S_REQUIRE_SLURM_RELEASES") == "1":
+            pytest.fail(release.not_built_reason())
+        pytest.skip(release.not_built_reason())
+    libs = _main_build_libs()
+    build = tmp_path / "build"
+    build.mkdir()
+    res = run_configure(build, "--with-slurm=22.05.8,26.05.3")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr
+    assert "configuring the plugin for Slurm 26.05.3 in slurm-26.05.3/" in res.stdout
+    assert "ABI family of Slurm 22.05.8... 22_05" in res.stdout, res.stdout
+    assert "ABI family of Slurm 26.05.3... 25_05" in res.stdout, res.stdout
+    sub = build / "slurm-26.05.3"
+    assert "26.05.3" in (sub / "config.status").read_text()
+
+    def make(*targets, **env):
+        return subprocess.run(["make", "-j2", *targets, f"K8SDRA_LIBS={libs}"], cwd=build,
+                              env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+
+    res = make("select_k8s_cons_tres.la", "release-plugins")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    plugins = [build / ".libs/select_k8s_cons_tres.so", sub / ".libs/select_k8s_cons_tres.so"]
+    assert all(p.is_file() for p in plugins)
+    assert plugins[0].read_bytes() != plugins[1].read_bytes()
+
+    res = make("check-exports", "check-release-plugins")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count("PASS:") == 2, res.stdout
+    assert "(36 select_p_*, as its release's loader requires)" in res.stdout, res.stdout
+    assert "(13 select_p_*, as its release's loader requires)" in res.stdout, res.stdout
+
+    stage = tmp_path / "stage"
+    res = make("install-release-plugins", DESTDIR=str(stage))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    plugindir = subprocess.run(["make", "-s", "print-plugindir"], cwd=sub, capture_output=True,
+                               text=True).stdout.strip()
+    assert plugindir == str(release.prefix / "lib" / "slurm")
+    installed = sorted(p.name for p in (stage / plugindir.lstrip("/")).iterdir())
+    assert installed == ["select_k8s_cons_tres.so"]
 
 
 def test_an_unknown_slurm_release_is_refused(tmp_path):
