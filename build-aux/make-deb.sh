@@ -71,7 +71,7 @@ find "$root/usr/share/man" -type f ! -name '*.gz' -exec gzip -9nf {} + 2>/dev/nu
 doc=$root/usr/share/doc/$pkg
 mkdir -p "$doc/examples"
 cp "$srcdir/README.md" "$doc/"
-for f in k8s_cons_tres.conf.example slurm.conf.snippet gres.conf.example rbac.yaml deviceclasses.yaml; do
+for f in k8s_cons_tres.conf.example slurm.conf.snippet gres.conf.example rbac.yaml rbac-node-discovery.yaml deviceclasses.yaml; do
 	cp "$srcdir/etc/$f" "$doc/examples/"
 done
 # the kustomize base: kubectl apply -k /usr/share/doc/$pkg/examples/kubernetes

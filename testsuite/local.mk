@@ -12,4 +12,4 @@ TESTS += testsuite/unit/plugin_tests testsuite/check-plugin-exports.sh
 AM_TESTS_ENVIRONMENT = SLURM_SRC='$(SLURM_SRC)' SLURM_PREFIX='$(SLURM_PREFIX)'; \
 	export SLURM_SRC SLURM_PREFIX;
 EXTRA_DIST += testsuite/check-plugin-exports.sh etc/k8s_cons_tres.conf.example \
-	etc/rbac.yaml etc/deviceclasses.yaml etc/slurm.conf.snippet etc/gres.conf.example
+	etc/rbac.yaml etc/rbac-node-discovery.yaml etc/deviceclasses.yaml etc/slurm.conf.snippet etc/gres.conf.example

@@ -191,6 +191,11 @@ class Cluster:
         self.external = False
         # More k8s_cons_tres.conf lines, set before up().
         self.plugin_extra = ""
+        # The plugin's token gets etc/rbac-node-discovery.yaml's rules too
+        # (Nodes, slurm-bridge's pods): None grants them where the config
+        # needs them (NodeDiscovery=external, ExternalJobClaims=bridge), as
+        # an admin would; False never, True always.
+        self.grant_discovery = None
         self._release = None  # see the release property
 
     @property
@@ -391,15 +396,14 @@ class Cluster:
 
     def _least_privilege_kubeconfig(self) -> Path:
         """The plugin talks to the API server with exactly the rights that
-        etc/rbac.yaml grants, through a token file (as a projected token)."""
-        rules = rbac_rules(TOP / "etc" / "rbac.yaml")
+        etc/rbac.yaml grants (and etc/rbac-node-discovery.yaml, see
+        grant_discovery), through a token file (as a projected token)."""
         token = secrets.token_hex(24)
-        control = self.apiserver()["controlUrl"] + "/_test/tokens"
-        body = json.dumps({"token": token, "user": "system:serviceaccount:slurm:slurm-k8s-cons-tres",
-                           "rules": rules}).encode()
-        req = urllib.request.Request(control, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=10).read()
+        self._plugin_token = token
+        grant = self.grant_discovery
+        if grant is None:
+            grant = self.external or "ExternalJobClaims=bridge" in self.plugin_extra
+        self.grant_plugin_rules(discovery=grant)
         token_file = self.run_dir / "etc" / "plugin.token"
         token_file.write_text(token)
         token_file.chmod(0o600)
@@ -413,6 +417,20 @@ class Cluster:
             "contexts": [{"name": "slurm", "context": {"cluster": "ktas", "user": "slurm",
                                                        "namespace": "slurm"}}]}))
         return path
+
+    def grant_plugin_rules(self, discovery: bool):
+        """(Re)sets what the plugin's token may do, as an admin applying or
+        removing etc/rbac-node-discovery.yaml would."""
+        rules = rbac_rules(TOP / "etc" / "rbac.yaml")
+        if discovery:
+            rules += rbac_rules(TOP / "etc" / "rbac-node-discovery.yaml")
+        control = self.apiserver()["controlUrl"] + "/_test/tokens"
+        body = json.dumps({"token": self._plugin_token,
+                           "user": "system:serviceaccount:slurm:slurm-k8s-cons-tres",
+                           "rules": rules}).encode()
+        req = urllib.request.Request(control, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).read()
 
     def apiserver(self) -> dict:
         return json.loads((self.apiserver_dir / "server.json").read_text())

@@ -244,3 +244,41 @@ def _post(url, body):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json"})
     urllib.request.urlopen(req, timeout=10).read()
+
+
+def test_without_the_discovery_rbac_no_node_is_made_until_it_is_applied():
+    """etc/rbac.yaml alone does not let the plugin read Nodes (that is
+    etc/rbac-node-discovery.yaml's, for sites with NodeDiscovery=external):
+    with it missing, the plugin says Forbidden for /api/v1/nodes with the
+    fix, reads slices and claims all the same, and makes no node (fail
+    closed: without Node objects there is no cordon or Ready to trust);
+    once the rules are granted its informer's retry lists the Nodes and
+    the nodes appear."""
+    require("26.05.3")
+    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
+    try:
+        c.external = True
+        c.grant_discovery = False
+        fx = c.prepare(str(FIXTURES / "demo.json"), slurm="26.05.3")
+        c.start_apiserver(fx)
+        c.start_slurmctld()
+        log = c.run_dir / "log" / "slurmctld.log"
+        text = lambda: log.read_text(errors="replace") if log.exists() else ""  # noqa: E731
+        forbidden = re.compile(r"select/k8s_cons_tres: nodes: LIST /api/v1/nodes .* Forbidden: the "
+                               r"credentials lack RBAC permission; fix: grant")
+        wait_for(lambda: re.search(r"select/k8s_cons_tres: inventory \d+: 4 nodes", text()), timeout=60,
+                 what="the slices and claims to be read")
+        # Two refusals: the informer has retried, and discovery (once a
+        # second) has had its rounds in between.
+        wait_for(lambda: len(forbidden.findall(text())) >= 2, timeout=90,
+                 what="the plugin to log twice that it may not read Nodes")
+        assert "creating EXTERNAL node" not in text()
+        nodes = c.run("sinfo", "-h", "-N", "-o", "%N", check=False).stdout.split()
+        assert not [n for n in nodes if n in KUBE_NODES], nodes
+
+        c.grant_plugin_rules(discovery=True)
+        wait_for(lambda: set(KUBE_NODES) <= set(c.run("sinfo", "-h", "-N", "-o", "%N",
+                                                      check=False).stdout.split()),
+                 timeout=90, what="the Kubernetes nodes to be discovered once the rules are granted")
+    finally:
+        c.down()

@@ -110,17 +110,11 @@ def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     kinds = by_kind(docs(kustomize(BASE)))
     binding, read = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
     assert binding["metadata"]["name"].endswith("-binding")
-    # Node objects: read by NodeDiscovery=external only (cordon, Ready,
-    # allocatable memory); nothing is written to them.
+    # Nodes and pods cluster-wide are the node-discovery component's, not
+    # the base's (a site without NodeDiscovery=external grants neither).
     assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
                               "resources": ["resourceslices",
                                             "resourceclaims"],
-                              "verbs": ["list", "watch"]},
-                             {"apiGroups": [""],
-                              "resources": ["nodes"],
-                              "verbs": ["list", "watch"]},
-                             {"apiGroups": [""],
-                              "resources": ["pods"],
                               "verbs": ["list", "watch"]}]
     # checked by Kubernetes 1.36+ at cluster scope: a Role cannot grant it
     assert binding["rules"] == [{"apiGroups": ["resource.k8s.io"],
@@ -142,6 +136,47 @@ def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
         assert binding["subjects"] == [{
             "kind": "ServiceAccount", "name": sa["metadata"]["name"],
             "namespace": sa["metadata"]["namespace"]}]
+
+
+def with_discovery(tmp_path, base):
+    """A site's kustomization: `base` plus the node-discovery component
+    (paths relative, as kustomize wants them)."""
+    rel = lambda p: os.path.relpath(p, tmp_path)  # noqa: E731
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n  - {rel(base)}\n"
+        f"components:\n  - {rel(BASE / 'components' / 'node-discovery')}\n")
+    return docs(kustomize(tmp_path))
+
+
+def test_node_discovery_component_adds_only_reading_nodes_and_pods(tmp_path):
+    """NodeDiscovery=external (and ExternalJobClaims=bridge) read Nodes and
+    slurm-bridge's pods cluster-wide: that, and only that, is what the
+    component adds; it binds the base's ServiceAccount, in the overlay's
+    namespace too; etc/rbac-node-discovery.yaml says the same."""
+    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+    base = {key(d): d for d in docs(kustomize(BASE))}
+    site = {key(d): d for d in with_discovery(tmp_path, BASE / "base")}
+    added = [site[k] for k in sorted(set(site) - set(base))]
+    assert [key(d) for d in added] == [("ClusterRole", "slurm-k8s-cons-tres-discovery"),
+                                       ("ClusterRoleBinding", "slurm-k8s-cons-tres-discovery")]
+    assert all(site[k] == base[k] for k in base)
+    role, binding = added
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes", "pods"],
+                              "verbs": ["list", "watch"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    sa = base[("ServiceAccount", "slurm-k8s-cons-tres")]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                    "namespace": sa["metadata"]["namespace"]}]
+    loose = sorted((strip(d) for d in docs((TOP / "etc" / "rbac-node-discovery.yaml").read_text())),
+                   key=key)
+    assert loose == [strip(d) for d in added]
+
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    site = {key(d): d for d in with_discovery(moved, OVERLAY)}
+    binding = site[("ClusterRoleBinding", "slurm-k8s-cons-tres-discovery")]
+    assert binding["subjects"][0]["namespace"] == "hpc-claims"
 
 
 def test_overlay_moves_the_claim_namespace():
