@@ -27,6 +27,16 @@ from . import placement
 HERE = Path(__file__).resolve().parent
 PATCH = HERE / "check_config_select.patch"
 
+
+def patch_for(release) -> Path:
+    """The same one change for each release's globals (the procedure moved
+    and lost its cray branch by 24.11): check_config_select-MAJOR.MINOR.patch
+    where a release needs its own, else the 22.05 one."""
+    if release is None:
+        return PATCH
+    own = HERE / f"check_config_select-{'.'.join(release.version.split('.')[:2])}.patch"
+    return own if own.is_file() else PATCH
+
 # On top of the harness's slurm.conf (value None: the line is removed).
 SLURM_CONF_CHANGES = {
     # test17.34 (--core-spec) and test17.40 (--thread-spec) skip without it
@@ -109,8 +119,11 @@ def classify(rc: int, output: str) -> tuple:
 
 class SuiteRun:
     def __init__(self, select: str, fixture: Path, plugin: Path, slurm_src: Path,
-                 timeout: float, log=print):
+                 timeout: float, log=print, release=None):
         self.select = select
+        # a private Slurm build (harness.slurm_release), or None: the installed one
+        self.release = release
+        self.prefix = release.prefix if release else Path("/usr")
         self.fixture = fixture
         self.plugin = plugin
         self.slurm_src = slurm_src
@@ -130,21 +143,22 @@ class SuiteRun:
         shutil.copytree(src, self.expect_dir, symlinks=True)
         # the only change to SchedMD's files: check_config_select cons_tres
         # also accepts select/k8s_cons_tres
-        res = subprocess.run(["patch", "-p3", "--no-backup-if-mismatch", "-i", str(PATCH)],
+        patch = patch_for(self.release)
+        res = subprocess.run(["patch", "-p3", "--no-backup-if-mismatch", "-i", str(patch)],
                              cwd=self.expect_dir, capture_output=True, text=True)
         if res.returncode != 0:
-            raise RuntimeError(f"{PATCH.name} does not apply to {src}/globals: "
+            raise RuntimeError(f"{patch.name} does not apply to {src}/globals: "
                                f"{res.stdout}{res.stderr}")
         (self.expect_dir / "globals.local").write_text(
-            "# written by testsuite/slurm-suite: the installed Debian Slurm\n"
-            "set slurm_dir \"/usr\"\n"
+            f"# written by testsuite/slurm-suite: Slurm in {self.prefix}\n"
+            f"set slurm_dir \"{self.prefix}\"\n"
             f"set build_dir \"{self.slurm_src}\"\n"
             f"set src_dir \"{self.slurm_src}\"\n"
             "set testsuite_colorize false\n"
             f"set testsuite_shared_dir \"{self.expect_dir}\"\n")
         (self.run_dir / "testsuite.conf").write_text(
             f"SlurmSourceDir={self.slurm_src}\nSlurmBuildDir={self.slurm_src}\n"
-            "SlurmInstallDir=/usr\n"
+            f"SlurmInstallDir={self.prefix}\n"
             f"SlurmConfigDir={self.cluster.slurm_conf.parent}\n")
         (self.run_dir / "results").mkdir(exist_ok=True)
 
@@ -153,7 +167,8 @@ class SuiteRun:
         self.fx = fixture_mod.load(str(self.fixture))
         _find_generator_in(build_dirs_of(self.plugin))
         self.prepare_expect()
-        self.cluster.up(str(self.fixture), select=self.select, plugin=self.plugin)
+        self.cluster.up(str(self.fixture), select=self.select, plugin=self.plugin,
+                        slurm=self.release.version if self.release else None)
         self.wait_ready()
 
     def wait_ready(self):
