@@ -60,8 +60,8 @@ uninstall-local: uninstall-release-plugins
 # The plugin's exported symbols against this build's release (make check
 # runs check-plugin-exports.sh too; this is the same, on its own).
 check-exports: select_k8s_cons_tres.la
-	SLURM_SRC='$(SLURM_SRC)' SLURM_PREFIX='$(SLURM_PREFIX)' \
-		$(SHELL) $(srcdir)/testsuite/check-plugin-exports.sh .libs/select_k8s_cons_tres.so
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/testsuite/check-plugin-exports.sh \
+		.libs/select_k8s_cons_tres.so
 
 # ---- the other releases of --with-slurm=A,B,... ----------------------------
 # configure set up slurm-R/ for each release R after the first; there only

@@ -121,7 +121,7 @@ class SuiteRun:
     def __init__(self, select: str, fixture: Path, plugin: Path, slurm_src: Path,
                  timeout: float, log=print, release=None):
         self.select = select
-        # a private Slurm build (harness.slurm_release), or None: the installed one
+        # the Slurm release run (harness.slurm_release), or None: the installed one
         self.release = release
         self.prefix = release.prefix if release else Path("/usr")
         self.fixture = fixture
