@@ -90,6 +90,8 @@ std::optional<ExternalNodeSpec> external_spec(const NodeTopology &t, const KubeN
     s.threads_per_core = v.threads_per_core;
     s.cpus = v.sockets * v.cores_per_socket * v.threads_per_core;
     s.real_memory = k.memory_mb;
+    // an IP literal or nothing: the node line is scontrol's syntax
+    if (k.address.find_first_not_of("0123456789abcdefABCDEF.:") == std::string::npos) s.address = k.address;
     std::vector<std::string> features = base_features;
     features.push_back(kDiscoveredFeature);
     std::vector<std::pair<std::string, uint32_t>> types;  // in first-index order
@@ -114,7 +116,8 @@ std::optional<ExternalNodeSpec> external_spec(const NodeTopology &t, const KubeN
 }
 
 std::string nodeline(const ExternalNodeSpec &s, bool with_gres_conf) {
-    std::string l = "NodeName=" + s.name + " State=EXTERNAL CPUs=" + std::to_string(s.cpus) +
+    std::string l = "NodeName=" + s.name + (s.address.empty() ? "" : " NodeAddr=" + s.address) +
+                    " State=EXTERNAL CPUs=" + std::to_string(s.cpus) +
                     " Sockets=" + std::to_string(s.sockets) + " CoresPerSocket=" +
                     std::to_string(s.cores_per_socket) + " ThreadsPerCore=" + std::to_string(s.threads_per_core) +
                     " RealMemory=" + std::to_string(s.real_memory) + " Features=" + s.features;

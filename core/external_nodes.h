@@ -23,6 +23,7 @@ struct KubeNodeState {
     bool ready = false;
     std::string not_ready;       // why not ready
     uint64_t memory_mb = 0;      // allocatable memory
+    std::string address;         // an IP literal for NodeAddr=, "" if none
     bool operator==(const KubeNodeState &) const = default;
 };
 
@@ -52,6 +53,7 @@ struct ExternalNodeSpec {
     std::string gres;       // "" without GPUs
     std::string gres_conf;  // per GPU, in GRES index order ("" without GPUs)
     std::string features;   // base features, the marker, the GPU model
+    std::string address;    // NodeAddr= (an IP literal), "" for none
 };
 
 // The definition of node `t` as an EXTERNAL Slurm node, or nullopt with

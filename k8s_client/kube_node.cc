@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_client/kube_node.h"
 
+#include <arpa/inet.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -38,7 +40,26 @@ uint64_t parseBytes(const std::string &q, bool *ok) {
 }
 
 KubeNodeState nodeState(const KubeNode &n) {
-    return {n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB};
+    return {n.name, n.unschedulable, n.ready, n.notReady, n.memoryMiB, n.address};
+}
+
+std::string nodeAddress(const rapidjson::Value &status) {
+    const rapidjson::Value *addrs = json::member(status, "addresses");
+    if (!addrs || !addrs->IsArray()) return "";
+    std::string v6;
+    auto text = [](const rapidjson::Value &o, const char *key) {  // "" unless a string
+        auto m = o.FindMember(key);
+        return m != o.MemberEnd() && m->value.IsString() ? std::string(m->value.GetString(), m->value.GetStringLength())
+                                                          : std::string();
+    };
+    for (const auto &a : addrs->GetArray()) {
+        if (!a.IsObject() || text(a, "type") != "InternalIP") continue;
+        const std::string ip = text(a, "address");
+        unsigned char buf[sizeof(struct in6_addr)];
+        if (ip.size() < INET6_ADDRSTRLEN && inet_pton(AF_INET, ip.c_str(), buf) == 1) return ip;
+        if (v6.empty() && ip.size() < INET6_ADDRSTRLEN && inet_pton(AF_INET6, ip.c_str(), buf) == 1) v6 = ip;
+    }
+    return v6;
 }
 
 KubeNode decodeKubeNode(const rapidjson::Value &obj) {
@@ -59,6 +80,7 @@ KubeNode decodeKubeNode(const rapidjson::Value &obj) {
         const uint64_t bytes = parseBytes(json::getString(*alloc, "memory"), &ok);
         n.memoryMiB = ok ? bytes / 1048576 : 0;
     }
+    n.address = nodeAddress(*status);
     if (const rapidjson::Value *conds = json::member(*status, "conditions"); conds && conds->IsArray()) {
         for (const auto &c : conds->GetArray()) {
             if (!c.IsObject() || json::getString(c, "type") != "Ready") continue;

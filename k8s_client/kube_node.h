@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // What node discovery (NodeDiscovery=external) reads of a core/v1 Node:
-// whether it may take new work (cordon, Ready) and its allocatable memory.
+// whether it may take new work (cordon, Ready), its allocatable memory and
+// its address.
 #pragma once
 
 #include "core/external_nodes.h"
@@ -18,6 +19,7 @@ struct KubeNode {
     bool ready = false;          // condition Ready is True
     std::string notReady;        // why not, from the Ready condition ("" when ready)
     uint64_t memoryMiB = 0;      // status.allocatable.memory, rounded down
+    std::string address;         // an InternalIP literal (IPv4 first), "" if none
 };
 
 // Throws on a Node without a name; a missing or malformed field reads as
@@ -27,6 +29,12 @@ KubeNode decodeKubeNode(const rapidjson::Value &obj);
 // What node discovery reads of it (the plugin's informer and the inspect
 // command alike).
 KubeNodeState nodeState(const KubeNode &n);
+
+// The address slurmctld gets for the node (NodeAddr=): an InternalIP that is
+// an IP literal, IPv4 before IPv6; "" when there is none. Never a name:
+// slurmctld resolves a dynamic node's address for every job it starts, under
+// its job lock, and Kubernetes node names often do not resolve there.
+std::string nodeAddress(const rapidjson::Value &status);
 
 // A Kubernetes quantity in bytes ("65536000Ki", "64Gi", "1e9", "512M");
 // nullopt-like 0 with ok=false when malformed or absurdly large.

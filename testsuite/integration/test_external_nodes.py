@@ -71,6 +71,11 @@ def test_nodes_appear_with_their_slices_topology_and_gpus(ext_cluster):
         assert field(text, "RealMemory") == "64000", text
         assert re.search(r"\bGres=gpu:[a-z0-9_]+:8\b", text), text
         assert "k8s" in field(text, "AvailableFeatures").split(","), text
+        # its address is the Node's InternalIP, so slurmctld never looks the
+        # name up (it resolves a dynamic node's address for every job)
+        ips = [a["address"] for a in get_json(c, "node", name)["status"]["addresses"]
+               if a["type"] == "InternalIP"]
+        assert ips and field(text, "NodeAddr") == ips[0], text
     # no slurmd was started for them, and none was created twice
     assert not [n for n in c._pids() if n.startswith("slurmd.")]
     names = c.run("sinfo", "-h", "-N", "-o", "%N").stdout.split()
@@ -92,6 +97,8 @@ def test_external_jobs_avoid_pod_held_devices_and_get_claims(ext_cluster):
         wait_for(lambda: job_claims(c, j), timeout=30, what=f"claims of external job {j}")
     end_jobs(c)
     wait_for(lambda: not job_claims(c), timeout=30, what="claims of ended external jobs to go")
+    log = (c.run_dir / "log" / "slurmctld.log").read_text(errors="replace")
+    assert "Unable to resolve" not in log, "slurmctld looked up a discovered node's name"
 
 
 def test_cordon_and_not_ready_drain_and_their_end_resumes(ext_cluster):

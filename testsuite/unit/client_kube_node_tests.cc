@@ -27,6 +27,7 @@ TEST_CASE("a Node's cordon, Ready condition and allocatable memory") {
     CHECK(n.ready);
     CHECK(n.notReady.empty());
     CHECK(n.memoryMiB == 64000);
+    CHECK(n.address.empty());  // no addresses
 
     auto down = decode(R"({"metadata":{"name":"k2"},"status":{"conditions":[
         {"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown"}]}})");
@@ -40,6 +41,22 @@ TEST_CASE("a Node's cordon, Ready condition and allocatable memory") {
     CHECK_FALSE(bare.ready);
     CHECK(bare.notReady == "no Ready condition");
     CHECK_THROWS(decode(R"({"metadata":{}})"));
+}
+
+TEST_CASE("a Node's address is an InternalIP literal, IPv4 first, never a name") {
+    auto addr = [](const char *addresses) {
+        return decode((std::string(R"({"metadata":{"name":"k1"},"status":{"addresses":)") + addresses + "}}").c_str())
+            .address;
+    };
+    CHECK(addr(R"([{"type":"InternalIP","address":"10.0.0.7"},{"type":"Hostname","address":"k1"}])") == "10.0.0.7");
+    CHECK(addr(R"([{"type":"InternalIP","address":"fd00::7"},{"type":"InternalIP","address":"10.0.0.7"}])") ==
+          "10.0.0.7");
+    CHECK(addr(R"([{"type":"InternalIP","address":"fd00::7"}])") == "fd00::7");
+    CHECK(addr(R"([{"type":"ExternalIP","address":"192.0.2.1"},{"type":"Hostname","address":"k1"}])").empty());
+    CHECK(addr(R"([{"type":"InternalIP","address":"k1.example.com"}])").empty());
+    CHECK(addr(R"([{"type":"InternalIP","address":"10.0.0.7 State=DOWN"}])").empty());
+    CHECK(addr(R"([{"type":"InternalIP","address":7}])").empty());
+    CHECK(addr(R"({"type":"InternalIP"})").empty());
 }
 
 TEST_CASE("memory quantities in bytes") {

@@ -19,7 +19,7 @@ NodeTopology two_sockets(const std::string &name, int gpus) {
 }
 
 KubeNodeState ready(const std::string &name, uint64_t mem = 64000) {
-    return {name, false, true, "", mem};
+    return {name, false, true, "", mem, ""};
 }
 
 SlurmNodeState slurm_of(const ExternalNodeSpec &s) {
@@ -60,6 +60,16 @@ TEST_CASE("an external node is defined by its slices' topology, memory and GPUs"
           "Features=k8s,k8s_cons_tres,nvidia_a100_sxm4_80gb Gres=gpu:nvidia_a100_sxm4_80gb:4 GresConf=\"" +
               s->gres_conf + "\"");
     CHECK(nodeline(*s, false).find("GresConf") == std::string::npos);  // 25.05 has none
+    CHECK(nodeline(*s, true).find("NodeAddr") == std::string::npos);    // no address: the name
+
+    // the Node's address, so that slurmctld never resolves the name
+    KubeNodeState with_ip = ready("k1");
+    with_ip.address = "10.0.0.7";
+    CHECK(nodeline(*external_spec(two_sockets("k1", 0), with_ip, {"k8s"}, &why), true)
+              .rfind("NodeName=k1 NodeAddr=10.0.0.7 State=EXTERNAL ", 0) == 0);
+    with_ip.address = "10.0.0.7 Weight=1";  // the client passes literals only; the core checks again
+    CHECK(nodeline(*external_spec(two_sockets("k1", 0), with_ip, {"k8s"}, &why), true).find("NodeAddr") ==
+          std::string::npos);
 
     auto cpu_only = external_spec(two_sockets("k2", 0), ready("k2"), {"k8s", "web"}, &why);
     REQUIRE(cpu_only);

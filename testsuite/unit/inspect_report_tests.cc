@@ -250,7 +250,7 @@ TEST_CASE("node mode: slurmd without discovery, external with it, and what stops
         const auto &n = j.node();
         CHECK(n["mode"].GetString() == std::string("external"));
         const std::string line = n["external_node"].GetString();
-        CHECK(line.rfind("NodeName=node1 State=EXTERNAL CPUs=8 Sockets=2 CoresPerSocket=2 "
+        CHECK(line.rfind("NodeName=node1 NodeAddr=10.0.0.1 State=EXTERNAL CPUs=8 Sockets=2 CoresPerSocket=2 "
                          "ThreadsPerCore=2 RealMemory=31912 Features=k8s,k8s_cons_tres,",
                          0) == 0);
         CHECK(line.find(" Gres=gpu:") != std::string::npos);
@@ -260,7 +260,7 @@ TEST_CASE("node mode: slurmd without discovery, external with it, and what stops
         CHECK_THAT(n["mode_note"].GetString(), Catch::Contains("no slurmd"));
         CHECK_THAT(report_text(r), Catch::Contains("  mode: external; matched by NodeSelector="
                                                    "scheduler.slinky.slurm.net/external-node") &&
-                                       Catch::Contains("  created as: NodeName=node1 State=EXTERNAL"));
+                                       Catch::Contains("  created as: NodeName=node1 NodeAddr=10.0.0.1 State=EXTERNAL"));
     }
     SECTION("not matched by the selector: a slurmd node") {
         o.discovery->nodes.erase("node1");
@@ -292,7 +292,7 @@ TEST_CASE("node mode: slurmd without discovery, external with it, and what stops
 TEST_CASE("node files: what node discovery reads of each Node") {
     const auto n = nodes_from_file(fixture("nodes.json"));
     REQUIRE(n.size() == 2);
-    CHECK(n[0] == KubeNodeState{"node1", false, true, "", 31912});
+    CHECK(n[0] == KubeNodeState{"node1", false, true, "", 31912, "10.0.0.1"});
     CHECK(n[1].unschedulable);
     CHECK_FALSE(n[1].ready);
     CHECK_THAT(n[1].not_ready, Catch::Contains("KubeletNotReady"));
