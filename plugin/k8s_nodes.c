@@ -21,7 +21,15 @@
 
 #define PREFIX "select/k8s_cons_tres: "
 #define DRAIN_PREFIX "k8s_cons_tres: "
-#define MAX_ACTIONS 64	/* per round: a burst of new nodes spreads over rounds */
+/*
+ * Per round (once a second): at most MAX_ACTIONS, and none begun after
+ * ROUND_BUDGET_MS. Each create or delete takes slurmctld's write locks and
+ * rebuilds its partitions and the select plugins' state (O(nodes)), so a
+ * burst of new nodes spreads over rounds that leave slurmctld at least half
+ * of each second; at 2,000 nodes a create costs about 1-2 ms.
+ */
+#define MAX_ACTIONS 256	/* 4 KiB each */
+#define ROUND_BUDGET_MS 500
 
 static time_t last_round;
 
@@ -131,6 +139,7 @@ extern void k8s_nodes_sync(void)
 	struct k8sdra_ext_action *plan;
 	char why[256] = "";
 	size_t nplan = 0;
+	struct timespec start;
 	int n;
 
 	lock_slurmctld(locks);
@@ -145,8 +154,19 @@ extern void k8s_nodes_sync(void)
 	else if (why[0])
 		debug(PREFIX "node discovery waits: %s", why);
 	_free_nodes(nodes, strings, n);
-	for (size_t i = 0; i < nplan; i++)
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (size_t i = 0; i < nplan; i++) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 +
+		    (now.tv_nsec - start.tv_nsec) / 1000000 >= ROUND_BUDGET_MS) {
+			debug(PREFIX "node discovery: %zu of %zu actions left for the next round",
+			      nplan - i, nplan);
+			break;
+		}
 		_act(&plan[i]);
+	}
 	xfree(plan);
 }
 
