@@ -237,8 +237,9 @@ class Cluster:
         return res
 
     # ---- configuration ------------------------------------------------------
-    def _write_config(self, fx, select: str, plugin: Path, ports: list):
-        etc = self.run_dir / "etc"
+    def base_config(self, select: str, plugin, ctld_port: int) -> list:
+        """slurm.conf's lines but for nodes and partitions; makes the run
+        directory's parts and puts the plugin (if any) into its PluginDir."""
         for d in ("etc", "state", "log", "run", "spool", "plugins", "dev"):
             (self.run_dir / d).mkdir(parents=True, exist_ok=True)
         # Our plugin first, then Slurm's own plugins.
@@ -248,9 +249,8 @@ class Cluster:
         if plugin:  # none for a release our plugin cannot load into
             shutil.copy2(plugin, link)
         plugin_dir = f"{self.run_dir / 'plugins'}:{_installed_plugin_dir()}"
-        ctld_port, node_ports = ports[0], ports[1:]
         cluster_name = "k8s" + self.run_dir.name.replace("_", "").replace("-", "")[-8:].lower()
-        lines = [
+        return [
             f"ClusterName={cluster_name}",
             "SlurmctldHost=localhost(127.0.0.1)",
             f"SlurmctldPort={ctld_port}",
@@ -291,6 +291,11 @@ class Cluster:
             "MaxArraySize=20001",
             "LaunchParameters=use_interactive_step",
         ]
+
+    def _write_config(self, fx, select: str, plugin: Path, ports: list):
+        etc = self.run_dir / "etc"
+        ctld_port, node_ports = ports[0], ports[1:]
+        lines = self.base_config(select, plugin, ctld_port)
         gres = []
         if self.external:
             # Kubernetes nodes come from node discovery (NodeDiscovery=external):
@@ -370,19 +375,12 @@ class Cluster:
     def start_apiserver(self, fx):
         """The test Kubernetes API server, seeded from the fixture, and the
         plugin's configuration pointing at it."""
-        seed = self.run_dir / "etc" / "k8s-seed.json"
         if isinstance(fx, fixture_mod.Recorded):
             items = list(fx.seed_items)
         else:
             items = k8s_seed.seed_objects(fx, str(find_built(GENERATOR, "the fixture generator")))
-        seed.write_text(json.dumps({"items": items}))
-        info = self.apiserver_dir / "server.json"
-        self._spawn("apiserver", ["/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
-                                  "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
-                                  *(["--node-agents"] if self.node_agents else [])])
-        wait_for(info.exists, timeout=60, what="the test API server to listen",
-                 on_timeout=lambda: self.tail("log/apiserver.out"))
-        kubeconfig = self._least_privilege_kubeconfig()
+        self.spawn_apiserver(items)
+        kubeconfig = self.least_privilege_kubeconfig()
         kube_nodes = [n.name for n in fx.nodes if n.kubernetes]
         self.plugin_conf.write_text(
             f"Kubeconfig={kubeconfig}\n"
@@ -394,7 +392,19 @@ class Cluster:
             (f"NodeSelector={fx.node_selector}\n" if self.external and fx.node_selector else "") +
             self.plugin_extra)
 
-    def _least_privilege_kubeconfig(self) -> Path:
+    def spawn_apiserver(self, items: list, *args: str, timeout: float = 60):
+        """The test API server, seeded with `items`, with more of its
+        options (`args`); returns once it listens."""
+        seed = self.run_dir / "etc" / "k8s-seed.json"
+        seed.write_text(json.dumps({"items": items}))
+        info = self.apiserver_dir / "server.json"
+        self._spawn("apiserver", ["/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
+                                  "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
+                                  *(["--node-agents"] if self.node_agents else []), *args])
+        wait_for(info.exists, timeout=timeout, what="the test API server to listen",
+                 on_timeout=lambda: self.tail("log/apiserver.out"))
+
+    def least_privilege_kubeconfig(self) -> Path:
         """The plugin talks to the API server with exactly the rights that
         etc/rbac.yaml grants (and etc/rbac-node-discovery.yaml, see
         grant_discovery), through a token file (as a projected token)."""

@@ -1,0 +1,346 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A real slurmctld at scale (a benchmark, not a test): Slurm 26.05.3 with
+N Kubernetes nodes as EXTERNAL nodes and no slurmd, and a backlog of
+external jobs of mixed shapes, each cancelled once it started.
+
+Two sides, alternating (A B A B, --pairs times):
+  cons_tres      select/cons_tres; the same N nodes defined in slurm.conf as
+                 EXTERNAL (their GPUs have no index there: slurmctld reads a
+                 node's gres.conf lines from its slurmd, which they lack, so
+                 its GPU alignment cannot be read: "-")
+  k8s_cons_tres  select/k8s_cons_tres with NodeDiscovery=external: the nodes
+                 are discovered from the test API server's synthetic slices
+                 (--synthetic-nodes N: 128 CPUs in 2 sockets = 2 NUMA nodes,
+                 8 GPUs, 4 per NUMA node); claims and holder pods written
+                 (--no-node-agents: nobody plays kubelet, holder pods stay
+                 Pending)
+The test API server runs on both sides (the same load on the two cores).
+
+Each run: bring the cluster up, wait until slurmctld has the N nodes, submit
+the jobs (sbatch --external, one process each) into the partition while it
+is DOWN, reset sdiag, set the partition UP and cancel running jobs
+(scancel --ctld --state=RUNNING, one RPC) until sdiag counts every job
+started. Measured: jobs started per second from the partition's UP, sdiag
+main and backfill cycle mean and max, slurmctld's peak RSS (VmHWM), the
+claim writes (creates and deletes of ResourceClaims and holder pods at the
+API server) per second, and placement quality from scontrol -d show job:
+the share of the stream's single-node jobs whose CPUs span the fewest NUMA
+nodes possible, and the share of GPU jobs whose CPUs are all on their GPUs'
+NUMA nodes. Slurm drops a job's GPU indices when it ends, so the latter is
+read from a sample after the stream: jobs/10 (at most one per node) GPU
+jobs of the stream's GPU shapes, read while they run.
+
+    testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
+        [--pairs 3] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
+"""
+import argparse
+import json
+import math
+import re
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from harness import k8s_seed, slurm_release  # noqa: E402
+from harness.cluster import Cluster, find_plugin, free_ports, new_run_dir  # noqa: E402
+from harness.kube import job_claims  # noqa: E402
+from harness.wait import wait_for  # noqa: E402
+
+# The synthetic node (testsuite/apiserver/ktas/synthetic.py) as Slurm sees it.
+SOCKETS, CORES, THREADS, GPUS = 2, 32, 2, 8
+GPU_TYPE = "nvidia_a100_sxm4_80gb"  # what discovery names the synthetic GPUs
+MEMORY_MB = 64000
+
+# name, sbatch options, nodes, CPUs per node, GPUs per node
+SHAPES = [
+    ("cpu8", ["-n1", "-c8"], 1, 8, 0),
+    ("cpu40", ["-n1", "-c40"], 1, 40, 0),
+    ("gpu1", ["-n1", "-c8", "--gpus=1"], 1, 8, 1),
+    ("gpu4", ["-n1", "-c16", "--gpus=4"], 1, 16, 4),
+    ("multi", ["-N2", "--ntasks-per-node=1", "-c8"], 2, 8, 0),
+]
+
+
+def names(n: int) -> str:
+    return f"node[00000-{n - 1:05d}]"
+
+
+def sdiag(c) -> dict:
+    out = c.run("sdiag", timeout=120).stdout
+    main, _, bf = out.partition("Backfilling stats")
+
+    def grab(text, key):
+        m = re.search(rf"{key}:\s+(\d+)", text)
+        return int(m.group(1)) if m else 0
+    return {"started": grab(main, "Jobs started"), "main_mean_us": grab(main, "Mean cycle"),
+            "main_max_us": grab(main, "Max cycle"), "main_cycles": grab(main, "Total cycles"),
+            "bf_mean_us": grab(bf, "Mean cycle"), "bf_max_us": grab(bf, "Max cycle"),
+            "bf_cycles": grab(bf, "Total cycles")}
+
+
+def api_stats(c) -> dict:
+    url = c.apiserver()["controlUrl"] + "/_test/stats"
+    return json.loads(urllib.request.urlopen(url, timeout=30).read())["requests"]
+
+
+def writes(stats: dict) -> int:
+    return sum(v for k, v in stats.items()
+               if k.split()[0] in ("create", "delete") and k.split()[-1] in ("resourceclaims", "pods"))
+
+
+def peak_rss_mib(c) -> float:
+    pid = c._pids()["slurmctld"]
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool):
+    c.run_dir.mkdir(parents=True, exist_ok=True)
+    plugin = find_plugin_for(select, slurm)
+    port = free_ports(1)[0]
+    c.state_file.write_text(json.dumps({"select": select, "slurm": slurm, "nodes": [],
+                                        "slurmctld_port": port}))
+    keep = ("SlurmctldDebug", "MinJobAge")
+    lines = [ln for ln in c.base_config(select, plugin, port) if ln.split("=")[0] not in keep]
+    lines += ["SlurmctldDebug=info",  # debug logging would measure the log
+              "MinJobAge=86400",      # every job's record stays for the placement figures
+              f"MaxJobCount={max(10000, 2 * jobs)}"]
+    gres = []
+    if select == "k8s_cons_tres":
+        lines += [f"MaxNodeCount={nodes + 16}", "NodeSet=k8s Feature=k8s",
+                  "PartitionName=main Nodes=k8s Default=YES MaxTime=INFINITE State=DOWN"]
+    else:
+        lines += [f"NodeName={names(nodes)} State=EXTERNAL CPUs={SOCKETS * CORES * THREADS} "
+                  f"Sockets={SOCKETS} CoresPerSocket={CORES} ThreadsPerCore={THREADS} "
+                  f"RealMemory={MEMORY_MB} Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS}",
+                  f"PartitionName=main Nodes={names(nodes)} Default=YES MaxTime=INFINITE State=DOWN"]
+    lines, gres = c.release.configs(lines, gres)
+    (c.run_dir / "etc" / "slurm.conf").write_text("\n".join(lines) + "\n")
+    (c.run_dir / "etc" / "gres.conf").write_text("\n".join(gres) + "\n")
+
+    c.node_agents = agents
+    c.external = select == "k8s_cons_tres"
+    items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "slurm"}}]
+    items += k8s_seed.shipped_objects()
+    c.spawn_apiserver(items, "--synthetic-nodes", str(nodes), timeout=600)
+    if select == "k8s_cons_tres":
+        kubeconfig = c.least_privilege_kubeconfig()
+        c.plugin_conf.write_text(
+            f"Kubeconfig={kubeconfig}\nClaimNamespace=slurm\nKubernetesNodes=ALL\n"
+            "NodeDiscovery=external\nNodeFeatures=k8s\nDebugLevel=info\n")
+
+
+def find_plugin_for(select: str, slurm: str):
+    return find_plugin(slurm_release.get(slurm)) if select == "k8s_cons_tres" else None
+
+
+def node_count(c) -> int:
+    out = c.run("sinfo", "-h", "-N", "-o", "%N", check=False, timeout=120).stdout
+    return len(set(out.split()))
+
+
+def submit(c, jobs: int) -> None:
+    env = c.env()
+    for i in range(jobs):
+        name, opts, *_ = SHAPES[i % len(SHAPES)]
+        res = subprocess.run(["sbatch", "--external", "-p", "main", "-J", name, *opts],
+                             env=env, capture_output=True, text=True, timeout=120)
+        if res.returncode != 0:
+            raise RuntimeError(f"sbatch of job {i} ({name}) failed: {res.stderr.strip()}")
+
+
+def numa_of(ids: set, layout: str) -> set:
+    """Slurm's CPU ids -> NUMA nodes (= sockets here). scontrol numbers a
+    discovered node's CPUs core by core (core * threads + thread: "abstract")
+    and a slurm.conf EXTERNAL node's as Linux does, siblings one core count
+    apart ("machine": core + thread * cores)."""
+    per_thread = SOCKETS * CORES
+    core = (lambda x: x // THREADS) if layout == "abstract" else (lambda x: x % per_thread)
+    return {core(x) // CORES for x in ids}
+
+
+def layout_of(jobs: list) -> str:
+    """Which numbering a run's whole-core allocations show: in the machine
+    one a core's CPUs are x and x+64, always; in the abstract one x and x^1
+    (which machine-numbered runs of even length satisfy too)."""
+    machine = sum(all((x + SOCKETS * CORES) % (SOCKETS * CORES * THREADS) in ids for x in ids) for ids in jobs)
+    return "machine" if jobs and machine >= 0.9 * len(jobs) else "abstract"
+
+
+def id_list(text: str) -> list:
+    out = []
+    for part in text.split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def placement(c, running_only=False) -> dict:
+    """Placement quality over the run's jobs, from scontrol -d: every job's
+    CPUs; GPU indices only while a job runs (Slurm drops them at its end)."""
+    out = c.run("scontrol", "-d", "show", "job", timeout=600).stdout
+    shapes = {s[0]: s for s in SHAPES}
+    jobs = []  # (CPUs per node, GPUs, CPU ids, GPU indices or None)
+    for block in out.split("\n\n"):
+        m = re.search(r"JobName=(\S+)", block)
+        if not m or m.group(1) not in shapes:
+            continue
+        if running_only and "JobState=RUNNING" not in block:
+            continue
+        _, _, nnodes, cpus, gpus = shapes[m.group(1)]
+        per_node = re.findall(r"Nodes=(\S+) CPU_IDs=(\S+) Mem=\S+ GRES=(\S*)", block)
+        if nnodes != 1 or len(per_node) != 1:
+            continue
+        _, cpu_ids, gres = per_node[0]
+        idx = re.search(r"IDX:([0-9,-]+)", gres)
+        jobs.append((cpus, gpus, set(id_list(cpu_ids)), id_list(idx.group(1)) if idx else None))
+    layout = layout_of([ids for _, _, ids, _ in jobs])
+    single_best = gpu = gpu_aligned = 0
+    for cpus, gpus, ids, idx in jobs:
+        numa = numa_of(ids, layout)
+        single_best += len(numa) == math.ceil(cpus / (CORES * THREADS))
+        if gpus and idx is not None:  # no index: nothing to align with
+            gpu += 1
+            gpu_aligned += numa <= {g // (GPUS // SOCKETS) for g in idx}
+    return {"single_jobs": len(jobs), "fewest_numa": single_best / len(jobs) if jobs else float("nan"),
+            "gpu_jobs": gpu, "gpu_aligned": gpu_aligned / gpu if gpu else float("nan"), "cpu_ids": layout}
+
+
+def gpu_sample(c, count: int) -> dict:
+    """GPU alignment of `count` GPU jobs of the stream's GPU shapes, started
+    after the stream and read while they run."""
+    gpu_shapes = [s for s in SHAPES if s[4]]
+    env = c.env()
+    for i in range(count):
+        name, opts, *_ = gpu_shapes[i % len(gpu_shapes)]
+        subprocess.run(["sbatch", "--external", "-p", "main", "-J", name, *opts], env=env,
+                       check=True, capture_output=True, timeout=120)
+    wait_for(lambda: not c.run("squeue", "-h", "-t", "PD", "-o", "%i", timeout=120).stdout.strip(),
+             timeout=1800, interval=1, what=f"{count} GPU jobs to start")
+    q = placement(c, running_only=True)
+    c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
+    return {"gpu_jobs": q["gpu_jobs"], "gpu_aligned": q["gpu_aligned"]}
+
+
+def run(select: str, nodes: int, jobs: int, slurm: str, agents: bool, keep: bool) -> dict:
+    c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
+    try:
+        configure(c, select, nodes, jobs, slurm, agents)
+        t_up = time.monotonic()
+        c.start_slurmctld()
+        wait_for(lambda: node_count(c) >= nodes, timeout=3600, interval=1,
+                 what=f"slurmctld to have {nodes} nodes", on_timeout=lambda: c.tail("log/slurmctld.log"))
+        nodes_s = time.monotonic() - t_up
+        submit(c, jobs)
+        c.run("sdiag", "--reset")
+        before = api_stats(c)
+        t0 = time.monotonic()
+        c.run("scontrol", "update", "partitionname=main", "state=up")
+        last, last_change = -1, time.monotonic()
+        while True:
+            c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
+            started = sdiag(c)["started"]
+            if started >= jobs:
+                break
+            if started != last:
+                last, last_change = started, time.monotonic()
+            elif time.monotonic() - last_change > 300:
+                raise RuntimeError(f"{select}: no job started for 300 s ({started} of {jobs}):\n"
+                                   + c.tail("log/slurmctld.log"))
+            time.sleep(0.25)
+        elapsed = time.monotonic() - t0
+        diag = sdiag(c)
+        c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
+        result = {"select": select, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
+                  "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
+                  "peak_rss_mib": peak_rss_mib(c)}
+        if select == "k8s_cons_tres":
+            # every claim and holder pod of the stream written and deleted:
+            # none left, and the writes have stopped
+            seen = {"writes": -1, "since": time.monotonic()}
+
+            def drained():
+                w = writes(api_stats(c))
+                if w != seen["writes"]:
+                    seen.update(writes=w, since=time.monotonic())
+                return not job_claims(c) and time.monotonic() - seen["since"] >= 5
+            wait_for(drained, timeout=1800, interval=1, what="the claims of every job to be deleted")
+            t_claims = seen["since"] - t0
+            result["claim_writes"] = seen["writes"] - writes(before)
+            result["claim_writes_per_s"] = result["claim_writes"] / t_claims
+            log = (c.run_dir / "log" / "slurmctld.log").read_text(errors="replace")
+            result["claim_writes_failed"] = log.count("failed after")
+        q = placement(c)
+        result.update(single_jobs=q["single_jobs"], fewest_numa=q["fewest_numa"], cpu_ids=q["cpu_ids"])
+        result.update(gpu_sample(c, min(jobs // 10, nodes) or 1))
+        return result
+    finally:
+        if not keep:
+            c.down()
+        else:
+            print(f"kept {c.run_dir}", file=sys.stderr)
+
+
+def spread(values) -> str:
+    values = [v for v in values if v == v]
+    if not values:
+        return "-"
+    f = (lambda v: f"{v:.0f}") if max(values) >= 100 else (lambda v: f"{v:.2f}")
+    return f"{f(statistics.median(values))} [{f(min(values))}-{f(max(values))}]"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", default="15000", help="node counts, comma separated (a trend)")
+    p.add_argument("--jobs", type=int, default=20000)
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--slurm", default="26.05.3")
+    p.add_argument("--no-node-agents", dest="agents", action="store_false")
+    p.add_argument("--keep", action="store_true", help="leave the clusters up")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--log", type=Path, help="append each run's figures to this file (JSON lines) as it ends")
+    args = p.parse_args()
+    counts = [int(x) for x in args.nodes.split(",")]
+    results = []
+    for n in counts:
+        for i in range(args.pairs):
+            base = run("cons_tres", n, args.jobs, args.slurm, args.agents, args.keep)
+            ours = run("k8s_cons_tres", n, args.jobs, args.slurm, args.agents, args.keep)
+            print(f"{n} nodes, pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
+                  f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
+            results.append((n, base, ours))
+            if args.log:
+                with args.log.open("a") as f:
+                    for r in (base, ours):
+                        f.write(json.dumps(r) + "\n")
+    if args.json:
+        print(json.dumps([{"nodes": n, "cons_tres": b, "k8s_cons_tres": o} for n, b, o in results], indent=1))
+        return 0
+    keys = ["jobs_per_s", "main_mean_us", "main_max_us", "bf_mean_us", "bf_max_us", "peak_rss_mib",
+            "fewest_numa", "gpu_aligned", "nodes_s"]
+    for n in counts:
+        pairs = [(b, o) for m, b, o in results if m == n]
+        print(f"\n{n} nodes, {args.jobs} jobs per run, {len(pairs)} pairs (A B A B), median [min-max]")
+        print(f"| {'metric':<14} | {'cons_tres':>22} | {'k8s_cons_tres':>22} | {'ratio per pair':>22} |")
+        print(f"|{'-' * 16}|{'-' * 24}|{'-' * 24}|{'-' * 24}|")
+        for k in keys:
+            ratios = [o[k] / b[k] if b[k] and b[k] == b[k] else float("nan") for b, o in pairs]
+            print(f"| {k:<14} | {spread([b[k] for b, _ in pairs]):>22} | "
+                  f"{spread([o[k] for _, o in pairs]):>22} | {spread(ratios):>22} |")
+        print(f"claim writes per second (k8s_cons_tres): {spread([o['claim_writes_per_s'] for _, o in pairs])}; "
+              f"failed: {sum(o['claim_writes_failed'] for _, o in pairs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
