@@ -110,13 +110,15 @@ def compare_test(fx, a: dict, b: dict) -> dict:
     "notes": [...]}: node_diffs are real differences (a job on other
     nodes, or a different sequence of started node lists); cpu_worse lists
     jobs whose CPUs span more NUMA nodes or sockets under the plugin."""
-    out = {"node_diffs": [], "cpu_worse": [], "cpu_better": 0, "compared": 0, "notes": []}
+    out = {"node_diffs": [], "node_diff_jobs": [], "cpu_worse": [], "cpu_better": 0, "compared": 0,
+           "notes": []}
     # the node list each job started on (a resized job's first one), by job number
     la, lb = dict(a["log"]), dict(b["log"])
     for rel in sorted(set(la) & set(lb)):
         if la[rel] != lb[rel]:
             out["node_diffs"].append(f"job #{rel} started on {la[rel]} under cons_tres, "
                                      f"on {lb[rel]} under k8s_cons_tres (slurmctld log)")
+            out["node_diff_jobs"].append(rel)
     ja, jb = a["jobs"], b["jobs"]
     if len(ja) != len(jb):
         out["notes"].append(f"{len(ja)} jobs under cons_tres, {len(jb)} under k8s_cons_tres")
@@ -127,6 +129,7 @@ def compare_test(fx, a: dict, b: dict) -> dict:
         if set(x.per_node) != set(y.per_node):
             out["node_diffs"].append(f"job #{i} ({x.name}): cons_tres {x.nodes or '-'} "
                                      f"[{fmt_nodes(x)}], k8s_cons_tres {y.nodes or '-'} [{fmt_nodes(y)}]")
+            out["node_diff_jobs"].append(i)
             continue
         for node in sorted(x.per_node):
             out["compared"] += 1
@@ -142,6 +145,28 @@ def compare_test(fx, a: dict, b: dict) -> dict:
             elif sb < sa:
                 out["cpu_better"] += 1
     return out
+
+
+def timing_ties(a1: dict, a2: dict, b1: dict, b2: dict) -> set:
+    """The job numbers whose nodes are a tie Slurm broke by timing, from two
+    attempts of one test under cons_tres (a1, a2) and under the plugin (b1,
+    b2): cons_tres itself started the job on different nodes in its two
+    attempts, and in each attempt the plugin started it on nodes cons_tres
+    chose in one of them. Anything else stays a difference."""
+    ties = set()
+    logs = [dict(r["log"]) for r in (a1, a2, b1, b2)]
+    for rel in set.intersection(*(set(x) for x in logs)):
+        ca1, ca2, cb1, cb2 = (x[rel] for x in logs)
+        if ca1 != ca2 and {cb1, cb2} <= {ca1, ca2}:
+            ties.add(rel)
+    jobs = [r["jobs"] for r in (a1, a2, b1, b2)]
+    for i, js in enumerate(zip(*jobs), 1):
+        if len({j.name for j in js}) != 1:
+            continue
+        na1, na2, nb1, nb2 = (frozenset(j.per_node) for j in js)
+        if na1 != na2 and {nb1, nb2} <= {na1, na2}:
+            ties.add(i)
+    return ties
 
 
 def fmt(ids) -> str:
