@@ -17,11 +17,12 @@ Two sides, alternating (A B A B, --pairs times):
                  Pending)
 The test API server runs on both sides (the same load on the two cores).
 
-Each run: bring the cluster up, wait until slurmctld has the N nodes, submit
-the jobs (sbatch --external, one process each) into the partition while it
-is DOWN, reset sdiag, set the partition UP and cancel running jobs
-(scancel --ctld --state=RUNNING, one RPC) until sdiag counts every job
-started. Measured: jobs started per second from the partition's UP, sdiag
+Each run: bring the cluster up, wait until slurmctld has the N nodes, reset
+sdiag, then stream the jobs (sbatch --external, one process each, two at a
+time, the shapes in turn), keeping at most --window (500) submitted and not
+yet started, and cancel running jobs (scancel --ctld --state=RUNNING, one
+RPC, 4 times a second) until sdiag counts every job started. Measured: jobs
+started per second from the first submission, sdiag
 main and backfill cycle mean and max, slurmctld's peak RSS (VmHWM), the
 claim writes (creates and deletes of ResourceClaims and holder pods at the
 API server) per second, and placement quality from scontrol -d show job:
@@ -32,7 +33,7 @@ read from a sample after the stream: jobs/10 (at most one per node) GPU
 jobs of the stream's GPU shapes, read while they run.
 
     testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
-        [--pairs 3] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
+        [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
 """
 import argparse
 import json
@@ -41,6 +42,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -117,12 +119,12 @@ def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool):
     gres = []
     if select == "k8s_cons_tres":
         lines += [f"MaxNodeCount={nodes + 16}", "NodeSet=k8s Feature=k8s",
-                  "PartitionName=main Nodes=k8s Default=YES MaxTime=INFINITE State=DOWN"]
+                  "PartitionName=main Nodes=k8s Default=YES MaxTime=INFINITE State=UP"]
     else:
         lines += [f"NodeName={names(nodes)} State=EXTERNAL CPUs={SOCKETS * CORES * THREADS} "
                   f"Sockets={SOCKETS} CoresPerSocket={CORES} ThreadsPerCore={THREADS} "
                   f"RealMemory={MEMORY_MB} Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS}",
-                  f"PartitionName=main Nodes={names(nodes)} Default=YES MaxTime=INFINITE State=DOWN"]
+                  f"PartitionName=main Nodes={names(nodes)} Default=YES MaxTime=INFINITE State=UP"]
     lines, gres = c.release.configs(lines, gres)
     (c.run_dir / "etc" / "slurm.conf").write_text("\n".join(lines) + "\n")
     (c.run_dir / "etc" / "gres.conf").write_text("\n".join(gres) + "\n")
@@ -148,14 +150,41 @@ def node_count(c) -> int:
     return len(set(out.split()))
 
 
-def submit(c, jobs: int) -> None:
-    env = c.env()
-    for i in range(jobs):
-        name, opts, *_ = SHAPES[i % len(SHAPES)]
-        res = subprocess.run(["sbatch", "--external", "-p", "main", "-J", name, *opts],
-                             env=env, capture_output=True, text=True, timeout=120)
-        if res.returncode != 0:
-            raise RuntimeError(f"sbatch of job {i} ({name}) failed: {res.stderr.strip()}")
+class Stream:
+    """Submits `jobs` external jobs of the mixed shapes in turn (sbatch, one
+    process each, `workers` at a time), keeping at most `window` of them
+    submitted and not yet started; `started` is fed by the caller."""
+
+    def __init__(self, c, jobs: int, window: int, workers: int = 2):
+        self.c, self.jobs, self.window = c, jobs, window
+        self.env = c.env()
+        self.lock = threading.Lock()
+        self.submitted = self.started = 0
+        self.error = None
+        self.threads = [threading.Thread(target=self._work, daemon=True) for _ in range(workers)]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def _work(self):
+        while self.error is None:
+            with self.lock:
+                if self.submitted >= self.jobs:
+                    return
+                if self.submitted - self.started >= self.window:
+                    i = None
+                else:
+                    i = self.submitted
+                    self.submitted += 1
+            if i is None:
+                time.sleep(0.02)
+                continue
+            name, opts, *_ = SHAPES[i % len(SHAPES)]
+            res = subprocess.run(["sbatch", "--external", "-p", "main", "-J", name, *opts],
+                                 env=self.env, capture_output=True, text=True, timeout=120)
+            if res.returncode != 0:
+                self.error = f"sbatch of job {i} ({name}) failed: {res.stderr.strip()}"
 
 
 def numa_of(ids: set, layout: str) -> set:
@@ -232,7 +261,7 @@ def gpu_sample(c, count: int) -> dict:
     return {"gpu_jobs": q["gpu_jobs"], "gpu_aligned": q["gpu_aligned"]}
 
 
-def run(select: str, nodes: int, jobs: int, slurm: str, agents: bool, keep: bool) -> dict:
+def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
     try:
         configure(c, select, nodes, jobs, slurm, agents)
@@ -241,15 +270,17 @@ def run(select: str, nodes: int, jobs: int, slurm: str, agents: bool, keep: bool
         wait_for(lambda: node_count(c) >= nodes, timeout=3600, interval=1,
                  what=f"slurmctld to have {nodes} nodes", on_timeout=lambda: c.tail("log/slurmctld.log"))
         nodes_s = time.monotonic() - t_up
-        submit(c, jobs)
         c.run("sdiag", "--reset")
         before = api_stats(c)
+        stream = Stream(c, jobs, window)
         t0 = time.monotonic()
-        c.run("scontrol", "update", "partitionname=main", "state=up")
+        stream.start()
         last, last_change = -1, time.monotonic()
         while True:
             c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
-            started = sdiag(c)["started"]
+            started = stream.started = sdiag(c)["started"]
+            if stream.error:
+                raise RuntimeError(f"{select}: {stream.error}")
             if started >= jobs:
                 break
             if started != last:
@@ -304,6 +335,7 @@ def main() -> int:
     p.add_argument("--nodes", default="15000", help="node counts, comma separated (a trend)")
     p.add_argument("--jobs", type=int, default=20000)
     p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--window", type=int, default=500, help="jobs submitted and not yet started, at most")
     p.add_argument("--slurm", default="26.05.3")
     p.add_argument("--no-node-agents", dest="agents", action="store_false")
     p.add_argument("--keep", action="store_true", help="leave the clusters up")
@@ -314,8 +346,8 @@ def main() -> int:
     results = []
     for n in counts:
         for i in range(args.pairs):
-            base = run("cons_tres", n, args.jobs, args.slurm, args.agents, args.keep)
-            ours = run("k8s_cons_tres", n, args.jobs, args.slurm, args.agents, args.keep)
+            base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep)
+            ours = run("k8s_cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep)
             print(f"{n} nodes, pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
                   f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
             results.append((n, base, ours))
