@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import re
-import statistics
 import subprocess
 import sys
 import threading
@@ -54,6 +53,7 @@ from harness import k8s_seed, slurm_release  # noqa: E402
 from harness.cluster import Cluster, find_plugin, free_ports, new_run_dir  # noqa: E402
 from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
+from bench_throughput import sdiag, spread  # noqa: E402  (this directory)
 
 # The synthetic node (testsuite/apiserver/ktas/synthetic.py) as Slurm sees it.
 SOCKETS, CORES, THREADS, GPUS = 2, 32, 2, 8
@@ -72,19 +72,6 @@ SHAPES = [
 
 def names(n: int) -> str:
     return f"node[00000-{n - 1:05d}]"
-
-
-def sdiag(c) -> dict:
-    out = c.run("sdiag", timeout=120).stdout
-    main, _, bf = out.partition("Backfilling stats")
-
-    def grab(text, key):
-        m = re.search(rf"{key}:\s+(\d+)", text)
-        return int(m.group(1)) if m else 0
-    return {"started": grab(main, "Jobs started"), "main_mean_us": grab(main, "Mean cycle"),
-            "main_max_us": grab(main, "Max cycle"), "main_cycles": grab(main, "Total cycles"),
-            "bf_mean_us": grab(bf, "Mean cycle"), "bf_max_us": grab(bf, "Max cycle"),
-            "bf_cycles": grab(bf, "Total cycles")}
 
 
 def api_stats(c) -> dict:
@@ -278,7 +265,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         last, last_change = -1, time.monotonic()
         while True:
             c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
-            started = stream.started = sdiag(c)["started"]
+            started = stream.started = sdiag(c, timeout=120)["started"]
             if stream.error:
                 raise RuntimeError(f"{select}: {stream.error}")
             if started >= jobs:
@@ -290,7 +277,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
                                    + c.tail("log/slurmctld.log"))
             time.sleep(0.25)
         elapsed = time.monotonic() - t0
-        diag = sdiag(c)
+        diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
         result = {"select": select, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
@@ -320,14 +307,6 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
             c.down()
         else:
             print(f"kept {c.run_dir}", file=sys.stderr)
-
-
-def spread(values) -> str:
-    values = [v for v in values if v == v]
-    if not values:
-        return "-"
-    f = (lambda v: f"{v:.0f}") if max(values) >= 100 else (lambda v: f"{v:.2f}")
-    return f"{f(statistics.median(values))} [{f(min(values))}-{f(max(values))}]"
 
 
 def main() -> int:

@@ -30,13 +30,15 @@ from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
 
 
-def sdiag(cluster) -> dict:
-    out = cluster.run("sdiag").stdout
+def sdiag(cluster, timeout=60) -> dict:
+    """sdiag's counters and cycle times (also bench_slurmctld_scale's)."""
+    out = cluster.run("sdiag", timeout=timeout).stdout
     main, _, bf = out.partition("Backfilling stats")
     def grab(text, key):
         m = re.search(rf"{key}:\s+(\d+)", text)
         return int(m.group(1)) if m else 0
-    return {"main_last_us": grab(main, "Last cycle"), "main_max_us": grab(main, "Max cycle"),
+    return {"started": grab(main, "Jobs started"), "main_cycles": grab(main, "Total cycles"),
+            "main_last_us": grab(main, "Last cycle"), "main_max_us": grab(main, "Max cycle"),
             "main_mean_us": grab(main, "Mean cycle"), "bf_last_us": grab(bf, "Last cycle"),
             "bf_max_us": grab(bf, "Max cycle"), "bf_mean_us": grab(bf, "Mean cycle"),
             "bf_cycles": grab(bf, "Total cycles")}
