@@ -11,7 +11,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,7 @@ from . import fixture as fixture_mod
 from . import k8s_seed
 from . import slurm_release
 from .alignment import format_id_list
+from .ports import free_ports  # noqa: F401  (the bench imports it from here)
 from .wait import wait_for
 
 TOP = Path(__file__).resolve().parents[2]
@@ -125,20 +125,6 @@ def rbac_rules(path: Path) -> list:
             scope = {"namespaces": [doc["metadata"]["namespace"]]} if doc["kind"] == "Role" else {}
             rules += [{"verbs": r["verbs"], "resources": r["resources"], **scope} for r in doc["rules"]]
     return rules
-
-
-def free_ports(n: int) -> list:
-    """n distinct free TCP ports on loopback, held open together while picked."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _proc_env(pid: int) -> dict:

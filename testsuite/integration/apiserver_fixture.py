@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -25,12 +24,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER_SCRIPT = os.path.join(os.path.dirname(HERE), "apiserver",
                              "k8s_test_apiserver.py")
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout, interval=0.02, what="condition"):
