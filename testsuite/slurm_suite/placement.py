@@ -15,6 +15,7 @@ Jobs are numbered per test in job id order (#1 is the test's first job), so
 two runs compare even when their absolute job ids differ.
 """
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.alignment import parse_id_list
@@ -37,6 +38,8 @@ class Job:
     nodes: str = ""
     # node -> (cpu ids, gpu indices)
     per_node: dict = field(default_factory=dict)
+    # what it asked for (ReqTRES, TresPer*), shown when it differs
+    req: str = ""
 
 
 def parse_show_job(text: str, hostnames) -> dict:
@@ -60,6 +63,8 @@ def parse_show_job(text: str, hostnames) -> dict:
         m = re.match(r"^\s+NodeList=(\S+)", line)
         if m:
             cur.nodes = m.group(1)
+        for m in re.finditer(r"\b(ReqTRES|TresPer\w+)=(\S+)", line):
+            cur.req = " ".join(filter(None, (cur.req, f"{m.group(1)}={m.group(2)}")))
         m = DETAIL_RE.match(line)
         if m:
             gpus = []
@@ -150,9 +155,18 @@ def compare_test(fx, a: dict, b: dict) -> dict:
 def timing_ties(a1: dict, a2: dict, b1: dict, b2: dict) -> set:
     """The job numbers whose nodes are a tie Slurm broke by timing, from two
     attempts of one test under cons_tres (a1, a2) and under the plugin (b1,
-    b2): cons_tres itself started the job on different nodes in its two
-    attempts, and in each attempt the plugin started it on nodes cons_tres
-    chose in one of them. Anything else stays a difference."""
+    b2). Either
+    * cons_tres itself started the job on different nodes in its two
+      attempts, and in each attempt the plugin started it on nodes cons_tres
+      chose in one of them; or
+    * in each attempt where the job differs, the plugin started it on nodes
+      where cons_tres, in this test, started a job of the same name, and
+      both selects put most jobs of that name on the same nodes (a test
+      that runs its jobs back to back, as test39.7's loop of srun --gpus
+      does, sends the next job elsewhere whenever the node of the one
+      before is still completing, under either select; the request may
+      differ, as the loop's --cpus-per-gpu does).
+    Anything else stays a difference."""
     ties = set()
     logs = [dict(r["log"]) for r in (a1, a2, b1, b2)]
     for rel in set.intersection(*(set(x) for x in logs)):
@@ -166,7 +180,48 @@ def timing_ties(a1: dict, a2: dict, b1: dict, b2: dict) -> set:
         na1, na2, nb1, nb2 = (frozenset(j.per_node) for j in js)
         if na1 != na2 and {nb1, nb2} <= {na1, na2}:
             ties.add(i)
-    return ties
+    return ties | _shape_ties(a1, a2, b1, b2)
+
+
+def _usual(jobs, key) -> set:
+    """The node sets (key(job)) most of the jobs got."""
+    counts = Counter(key(j) for j in jobs)
+    top = max(counts.values(), default=0)
+    return {k for k, v in counts.items() if v == top}
+
+
+def _shape_ties(a1: dict, a2: dict, b1: dict, b2: dict) -> set:
+    def shape(j):
+        return j.name
+    views = (lambda j: frozenset(j.per_node), lambda j: j.nodes)  # scontrol's, the log's
+    shapes = {}
+    for r in (a1, a2):
+        for j in r["jobs"]:
+            shapes.setdefault(shape(j), []).append(j)
+    plugin = {}
+    for r in (b1, b2):
+        for j in r["jobs"]:
+            plugin.setdefault(shape(j), []).append(j)
+    alike = {s for s in shapes
+             if all(_usual(shapes[s], v) & _usual(plugin.get(s, []), v) for v in views)}
+    explained, unexplained = set(), set()
+    for a, b in ((a1, b1), (a2, b2)):
+        ja, jb = a["jobs"], b["jobs"]
+        by_num = dict(enumerate(ja, 1))
+        for i, (x, y) in enumerate(zip(ja, jb), 1):
+            if frozenset(x.per_node) == frozenset(y.per_node):
+                continue
+            ok = shape(x) == shape(y) and shape(x) in alike and \
+                frozenset(y.per_node) in {frozenset(j.per_node) for j in shapes[shape(x)]}
+            (explained if ok else unexplained).add(i)
+        la, lb = dict(a["log"]), dict(b["log"])
+        for rel in set(la) & set(lb):
+            if la[rel] == lb[rel]:
+                continue
+            x = by_num.get(rel)
+            ok = x is not None and shape(x) in alike and lb[rel] in {j.nodes for j in shapes[shape(x)]}
+            (explained if ok else unexplained).add(rel)
+    return explained - unexplained
 
 
 def fmt(ids) -> str:
