@@ -119,8 +119,10 @@ def classify(rc: int, output: str) -> tuple:
 
 class SuiteRun:
     def __init__(self, select: str, fixture: Path, plugin: Path, slurm_src: Path,
-                 timeout: float, log=print, release=None):
+                 timeout: float, log=print, release=None, expect_release=None):
         self.select = select
+        # the release whose testsuite/expect slurm_src holds (None: the one run)
+        self.expect_release = expect_release
         # the Slurm release run (harness.slurm_release), or None: the installed one
         self.release = release
         self.prefix = release.prefix if release else Path("/usr")
@@ -143,7 +145,7 @@ class SuiteRun:
         shutil.copytree(src, self.expect_dir, symlinks=True)
         # the only change to SchedMD's files: check_config_select cons_tres
         # also accepts select/k8s_cons_tres
-        patch = patch_for(self.release)
+        patch = patch_for(self.expect_release or self.release)
         res = subprocess.run(["patch", "-p3", "--no-backup-if-mismatch", "-i", str(patch)],
                              cwd=self.expect_dir, capture_output=True, text=True)
         if res.returncode != 0:
@@ -271,7 +273,7 @@ class SuiteRun:
 
     def to_json(self) -> dict:
         return {name: {"result": r.result, "seconds": round(r.seconds, 1), "message": r.message,
-                       "jobs": [{"n": j.job_id, "name": j.name, "state": j.state, "nodes": j.nodes,
+                       "jobs": [{"n": j.job_id, "name": j.name, "state": j.state, "nodes": j.nodes, "req": j.req,
                                  "per_node": {k: [placement.fmt(v[0]), placement.fmt(v[1])]
                                               for k, v in j.per_node.items()}} for j in r.jobs],
                        "log_allocs": r.log_allocs}
