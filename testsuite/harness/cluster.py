@@ -139,13 +139,34 @@ def _proc_env(pid: int) -> dict:
     return env
 
 
+def _stepd_of(pid: int, mark: str) -> bool:
+    """A slurmstepd of this run. Its process title (slurmstepd: [1.batch])
+    overwrites the environment that carried the run mark, so it is told by
+    its open files: its node's log and spool are under the run directory.
+    Without this, a stepd left retrying to reach a stopped slurmctld lives on
+    (19 of them after one CI run) and may reach the next cluster on its port."""
+    try:
+        if Path(f"/proc/{pid}/comm").read_text().strip() != "slurmstepd":
+            return False
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for f in fds:
+        try:
+            if os.readlink(f).startswith(mark + "/"):
+                return True
+        except OSError:  # closed meanwhile
+            pass
+    return False
+
+
 def marked_processes(run_dir: Path) -> list:
     """Pids of live processes started under this run (by us or by our slurmd)."""
     mark = str(run_dir)
     pids = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit() and int(p.name) != os.getpid():
-            if _proc_env(int(p.name)).get(RUN_MARK) == mark:
+            if _proc_env(int(p.name)).get(RUN_MARK) == mark or _stepd_of(int(p.name), mark):
                 try:
                     if (p / "stat").read_text().split(")")[-1].split()[0] != "Z":
                         pids.append(int(p.name))
