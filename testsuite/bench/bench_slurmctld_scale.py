@@ -22,8 +22,10 @@ sdiag, then stream the jobs (sbatch --external, one process each, two at a
 time, the shapes in turn), keeping at most --window (500) submitted and not
 yet started, and cancel running jobs (scancel --ctld --state=RUNNING, one
 RPC, 4 times a second) until sdiag counts every job started. Measured: jobs
-started per second from the first submission, sdiag
-main and backfill cycle mean and max, slurmctld's peak RSS (VmHWM), the
+started per second from the first submission; CPU time per job
+started of slurmctld and of the test API server with its node agents
+(which share the machine's cores with slurmctld here, and run elsewhere in
+a real cluster); sdiag main and backfill cycle mean and max, slurmctld's peak RSS (VmHWM), the
 claim writes (creates and deletes of ResourceClaims and holder pods at the
 API server) per second, and placement quality from scontrol -d show job:
 the share of the stream's single-node jobs whose CPUs span the fewest NUMA
@@ -38,6 +40,7 @@ jobs of the stream's GPU shapes, read while they run.
 import argparse
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -90,6 +93,19 @@ def peak_rss_mib(c) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_now(c) -> dict:
+    """CPU seconds so far of slurmctld and of the test API server (with the
+    node agents, which run in its process)."""
+    pids = c._pids()
+    return {k: cpu_s(pids[k]) for k in ("slurmctld", "apiserver") if k in pids}
 
 
 def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool):
@@ -260,6 +276,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         c.run("sdiag", "--reset")
         before = api_stats(c)
         stream = Stream(c, jobs, window)
+        cpu0 = cpu_now(c)
         t0 = time.monotonic()
         stream.start()
         last, last_change = -1, time.monotonic()
@@ -277,11 +294,15 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
                                    + c.tail("log/slurmctld.log"))
             time.sleep(0.25)
         elapsed = time.monotonic() - t0
+        cpu1 = cpu_now(c)
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
         result = {"select": select, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
-                  "peak_rss_mib": peak_rss_mib(c)}
+                  "peak_rss_mib": peak_rss_mib(c),
+                  # what each job cost slurmctld, and the API server on the same cores
+                  "ctld_cpu_ms_per_job": 1000 * (cpu1["slurmctld"] - cpu0["slurmctld"]) / jobs,
+                  "api_cpu_ms_per_job": 1000 * (cpu1["apiserver"] - cpu0["apiserver"]) / jobs}
         if select == "k8s_cons_tres":
             # every claim and holder pod of the stream written and deleted:
             # none left, and the writes have stopped
@@ -337,7 +358,7 @@ def main() -> int:
     if args.json:
         print(json.dumps([{"nodes": n, "cons_tres": b, "k8s_cons_tres": o} for n, b, o in results], indent=1))
         return 0
-    keys = ["jobs_per_s", "main_mean_us", "main_max_us", "bf_mean_us", "bf_max_us", "peak_rss_mib",
+    keys = ["jobs_per_s", "ctld_cpu_ms_per_job", "api_cpu_ms_per_job", "main_mean_us", "main_max_us", "bf_mean_us", "bf_max_us", "peak_rss_mib",
             "fewest_numa", "gpu_aligned", "nodes_s"]
     for n in counts:
         pairs = [(b, o) for m, b, o in results if m == n]
