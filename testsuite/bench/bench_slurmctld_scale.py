@@ -53,7 +53,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from harness import k8s_seed, slurm_release  # noqa: E402
-from harness.cluster import Cluster, find_plugin, free_ports, new_run_dir  # noqa: E402
+from harness.cluster import Cluster, find_plugin, new_run_dir  # noqa: E402
+from harness.ports import free_ports  # noqa: E402
 from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
 from bench_throughput import sdiag, spread  # noqa: E402  (this directory)

@@ -23,7 +23,7 @@ from . import fixture as fixture_mod
 from . import k8s_seed
 from . import slurm_release
 from .alignment import format_id_list
-from .ports import free_ports  # noqa: F401  (the bench imports it from here)
+from .ports import free_ports
 from .wait import wait_for
 
 TOP = Path(__file__).resolve().parents[2]

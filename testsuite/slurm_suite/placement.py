@@ -190,20 +190,20 @@ def _usual(jobs, key) -> set:
     return {k for k, v in counts.items() if v == top}
 
 
+def _by_name(*results) -> dict:
+    """The jobs of some attempts, by job name."""
+    out = {}
+    for r in results:
+        for j in r["jobs"]:
+            out.setdefault(j.name, []).append(j)
+    return out
+
+
 def _shape_ties(a1: dict, a2: dict, b1: dict, b2: dict) -> set:
-    def shape(j):
-        return j.name
     views = (lambda j: frozenset(j.per_node), lambda j: j.nodes)  # scontrol's, the log's
-    shapes = {}
-    for r in (a1, a2):
-        for j in r["jobs"]:
-            shapes.setdefault(shape(j), []).append(j)
-    plugin = {}
-    for r in (b1, b2):
-        for j in r["jobs"]:
-            plugin.setdefault(shape(j), []).append(j)
-    alike = {s for s in shapes
-             if all(_usual(shapes[s], v) & _usual(plugin.get(s, []), v) for v in views)}
+    names, plugin = _by_name(a1, a2), _by_name(b1, b2)
+    alike = {n for n in names
+             if all(_usual(names[n], v) & _usual(plugin.get(n, []), v) for v in views)}
     explained, unexplained = set(), set()
     for a, b in ((a1, b1), (a2, b2)):
         ja, jb = a["jobs"], b["jobs"]
@@ -211,15 +211,15 @@ def _shape_ties(a1: dict, a2: dict, b1: dict, b2: dict) -> set:
         for i, (x, y) in enumerate(zip(ja, jb), 1):
             if frozenset(x.per_node) == frozenset(y.per_node):
                 continue
-            ok = shape(x) == shape(y) and shape(x) in alike and \
-                frozenset(y.per_node) in {frozenset(j.per_node) for j in shapes[shape(x)]}
+            ok = x.name == y.name and x.name in alike and \
+                frozenset(y.per_node) in {frozenset(j.per_node) for j in names[x.name]}
             (explained if ok else unexplained).add(i)
         la, lb = dict(a["log"]), dict(b["log"])
         for rel in set(la) & set(lb):
             if la[rel] == lb[rel]:
                 continue
             x = by_num.get(rel)
-            ok = x is not None and shape(x) in alike and lb[rel] in {j.nodes for j in shapes[shape(x)]}
+            ok = x is not None and x.name in alike and lb[rel] in {j.nodes for j in names[x.name]}
             (explained if ok else unexplained).add(rel)
     return explained - unexplained
 
