@@ -109,7 +109,9 @@ def wait_view(target, node, predicate, timeout=30, what="the node agent's view")
 
 def wait_synced(target, node, timeout=30):
     """Wait until the agent has acted on everything the server holds now
-    (to assert that something did NOT happen, without sleeping)."""
+    (to assert that something did NOT happen, without sleeping); returns
+    that view, so a pod's message is the one after, say, its claim's
+    reservation, not the "not allowed" from the moment before it."""
     rv = int(control(target, "/_test/info")["resourceVersion"])
     return wait_view(target, node, lambda v: int(v["observedResourceVersion"]) >= rv,
                      timeout, f"the agent to reach resourceVersion {rv}")

@@ -399,7 +399,7 @@ def test_claim_allocated_on_another_node_never_runs(srv):
     q = pod(srv, ns, "oq", "o1", ["o2-pool"])
     na.reserve_claim(srv, ns, "for-o2", p)
     na.reserve_claim(srv, ns, "o2-pool", q)
-    v = na.wait_view(srv, "o1", lambda v: v["pods"].get(f"{ns}/oq", {}).get("message"))
+    v = na.wait_synced(srv, "o1")
     assert v["pods"][f"{ns}/op"]["message"].endswith(
         "NodePrepareResources failed for ResourceClaim for-o2: the allocation's nodeSelector does not select node o1")
     assert v["pods"][f"{ns}/oq"]["message"].endswith(
@@ -425,7 +425,7 @@ def test_ordinary_pod_gets_the_shared_pool(srv):
     claim(srv, ns, "rest", "s1", cpus=[2, 3])
     r = pod(srv, ns, "greedy", "s1", ["rest"])
     na.reserve_claim(srv, ns, "rest", r)
-    v = na.wait_view(srv, "s1", lambda v: v["pods"].get(f"{ns}/greedy", {}).get("message"))
+    v = na.wait_synced(srv, "s1")
     assert v["pods"][f"{ns}/greedy"]["message"].endswith(
         f'claim "{na.api(srv, "GET", f"{V1}/namespaces/{ns}/resourceclaims/rest")["metadata"]["uid"]}" '
         "would exhaust the shared CPU pool while shared containers are running")
@@ -443,7 +443,7 @@ def test_overlapping_claims_and_deleted_claims(srv):
     na.reserve_claim(srv, ns, "first", a)
     na.wait_pod_phase(srv, ns, "a", "Running")
     na.reserve_claim(srv, ns, "second", b)
-    v = na.wait_view(srv, "v1", lambda v: v["pods"].get(f"{ns}/b", {}).get("message"))
+    v = na.wait_synced(srv, "v1")
     assert v["pods"][f"{ns}/b"]["message"].endswith(
         f"NodePrepareResources failed for ResourceClaim second: claim {ns}/second has overlapping "
         "device assignment with other claims")
@@ -473,7 +473,7 @@ def test_grouped_numa_counts_per_group(srv):
     prep = v["prepared"][f"{ns}/g-a"]   # NUMA grouping: the driver picks, cpuset ignored
     assert prep["cpus"] is None and prep["cpuCount"] == 8 and v["sharedCpuCount"] == 8
     na.reserve_claim(srv, ns, "g-b", b)
-    v = na.wait_view(srv, "g1", lambda v: v["pods"].get(f"{ns}/gb", {}).get("message"))
+    v = na.wait_synced(srv, "g1")
     assert v["pods"][f"{ns}/gb"]["message"].endswith(
         "not enough cpus available to satisfy request: requested=4, available=2")
     na.delete_pod(srv, ns, "ga", grace=0)
@@ -491,8 +491,7 @@ def test_grouped_machine_takes_the_opaque_cpuset(srv):
     na.wait_pod_phase(srv, ns, "pinned", "Running")
     for name in ("clash", "unpinned"):
         na.reserve_claim(srv, ns, name, pod(srv, ns, name, "m1", [name]))
-    v = na.wait_view(srv, "m1", lambda v: v["pods"][f"{ns}/clash"]["message"] and
-                     v["pods"][f"{ns}/unpinned"]["message"])
+    v = na.wait_synced(srv, "m1")
     assert v["groupBy"] == "machine" and v["prepared"][f"{ns}/pinned"]["cpus"] == "2-5"
     assert v["pods"][f"{ns}/pinned"]["cpuset"] == "2-5"
     assert v["pods"][f"{ns}/clash"]["message"].endswith(
