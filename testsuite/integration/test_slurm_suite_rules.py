@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from slurm_suite.placement import Job, timing_ties  # noqa: E402
+from slurm_suite.placement import Job, compare_test, completion_races, timed_events, timing_ties  # noqa: E402
 
 
 def attempt(*nodes):
@@ -90,3 +90,58 @@ def test_a_loop_of_requests_back_to_back_is_one_name():
         for j, req in zip(r["jobs"], reqs):
             j.req = req
     assert timing_ties(a1, a2, b1, b2) == {8, 12}
+
+
+def logged(lines, base=508):
+    """One attempt from slurmctld log lines (job ids from `base`)."""
+    text = "\n".join(lines)
+    ev = timed_events(text, base)
+    log = [(j, n) for _, k, j, n in ev if k == "alloc"]
+    jobs = [Job(j, name="t", nodes=n, per_node={n: ([0], [])}) for j, n in log]
+    return {"jobs": jobs, "log": log, "events": ev}
+
+
+def srun_loop(second_node, gap_ms):
+    """test39.10's loop on 25.11.7: job 508 ends on node5, 509 starts."""
+    return logged([
+        "[2026-12-03T12:15:53.791] sched: _slurm_rpc_allocate_resources JobId=508 NodeList=node5 usec=499",
+        "[2026-12-03T12:15:53.942] _job_complete: JobId=508 WEXITSTATUS 0",
+        "[2026-12-03T12:15:53.942] _job_complete: JobId=508 done",
+        f"[2026-12-03T12:15:{53.942 + gap_ms / 1000:06.3f}] sched: _slurm_rpc_allocate_resources "
+        f"JobId=509 NodeList={second_node} usec=343"])
+
+
+class FxNode:
+    threads_per_core, numa_nodes, cores_per_socket = 1, 1, 4
+
+    def cores_of_numa(self, numa):
+        return range(4)
+
+
+class Fx:
+    def node(self, name):
+        return FxNode()
+
+
+def test_a_job_sent_off_a_node_that_was_still_completing_is_a_race():
+    # under one select node5 was still completing 23 ms after job 508 ended
+    a, b = srun_loop("node5", 150), srun_loop("node1", 23)
+    assert completion_races(a, b) == {2} and completion_races(b, a) == {2}
+    c = compare_test(Fx(), a, b)
+    assert c["node_diffs"] == [] and c["compared"] == 1
+    assert any("#2" in n and "completion race" in n for n in c["notes"])
+    # without the log's times the same placements are a difference
+    for x in (a, b):
+        del x["events"]
+    assert compare_test(Fx(), a, b)["node_diff_jobs"] == [2, 2]
+
+
+def test_the_same_choice_long_after_the_last_job_ended_stays_a_difference():
+    a, b = srun_loop("node5", 150), srun_loop("node1", 900)
+    assert completion_races(a, b) == set()
+
+
+def test_a_node_no_job_had_just_left_stays_a_difference():
+    # the plugin avoided node3, where nothing had ended
+    a, b = srun_loop("node3", 150), srun_loop("node1", 23)
+    assert completion_races(a, b) == set()

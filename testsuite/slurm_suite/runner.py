@@ -101,6 +101,7 @@ class TestResult:
     message: str = ""
     jobs: list = field(default_factory=list)
     log_allocs: list = field(default_factory=list)
+    log_events: list = field(default_factory=list)  # placement.timed_events
     log_excerpt: str = ""
 
 
@@ -239,6 +240,7 @@ class SuiteRun:
         r = TestResult(name, result, secs, msg, mine, allocs,
                        "\n".join(line for line in seg.splitlines()
                                  if re.search(r"Allocate|Started|error", line))[-6000:])
+        r.log_events = placement.timed_events(seg, base)
         self.results[name] = r
         return r
 
@@ -276,7 +278,7 @@ class SuiteRun:
                        "jobs": [{"n": j.job_id, "name": j.name, "state": j.state, "nodes": j.nodes, "req": j.req,
                                  "per_node": {k: [placement.fmt(v[0]), placement.fmt(v[1])]
                                               for k, v in j.per_node.items()}} for j in r.jobs],
-                       "log_allocs": r.log_allocs}
+                       "log_allocs": r.log_allocs, "log_events": r.log_events}
                 for name, r in self.results.items()}
 
     def save(self, path: Path):
