@@ -36,6 +36,7 @@ jobs of the stream's GPU shapes, read while they run.
 
     testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
         [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
+        [--only SELECT]
 """
 import argparse
 import json
@@ -342,8 +343,14 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="leave the clusters up")
     p.add_argument("--json", action="store_true")
     p.add_argument("--log", type=Path, help="append each run's figures to this file (JSON lines) as it ends")
+    p.add_argument("--only", choices=("cons_tres", "k8s_cons_tres"),
+                   help="one run of that side alone, its figures as JSON (to profile it; no ratio)")
     args = p.parse_args()
     counts = [int(x) for x in args.nodes.split(",")]
+    if args.only:
+        for n in counts:
+            print(json.dumps(run(args.only, n, args.jobs, args.window, args.slurm, args.agents, args.keep)))
+        return 0
     results = []
     for n in counts:
         for i in range(args.pairs):
