@@ -110,7 +110,26 @@ def cpu_now(c) -> dict:
     return {k: cpu_s(pids[k]) for k in ("slurmctld", "apiserver") if k in pids}
 
 
-def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool):
+def node_line(i: int) -> str:
+    """The node as discovery creates it (core/external_nodes.cc): one GRES
+    record per GPU, each with its device file, as a slurmd's gres.conf
+    (File=/dev/nvidia[0-7]) gives a real GPU node."""
+    gres_conf = "+".join(f"name=gpu,type={GPU_TYPE},count=1,file=/dev/k8s_cons_tres/gpu{g}" for g in range(GPUS))
+    return (f"NodeName=node{i:05d} NodeAddr=127.0.0.1 State=EXTERNAL CPUs={SOCKETS * CORES * THREADS} "
+            f"Sockets={SOCKETS} CoresPerSocket={CORES} ThreadsPerCore={THREADS} RealMemory={MEMORY_MB} "
+            f"Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS} GresConf=\"{gres_conf}\"")
+
+
+def create_nodes(c, nodes: int):
+    """cons_tres's nodes, created one `scontrol create` at a time as
+    discovery does (25.11 and later take one GPU node per call)."""
+    env = c.env()
+    for i in range(nodes):
+        subprocess.run(["scontrol", "create", node_line(i)], env=env, check=True,
+                       capture_output=True, timeout=120)
+
+
+def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool, baseline: str = "created"):
     c.run_dir.mkdir(parents=True, exist_ok=True)
     plugin = find_plugin_for(select, slurm)
     port = free_ports(1)[0]
@@ -122,7 +141,7 @@ def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool):
               "MinJobAge=86400",      # every job's record stays for the placement figures
               f"MaxJobCount={max(10000, 2 * jobs)}"]
     gres = []
-    if select == "k8s_cons_tres":
+    if select == "k8s_cons_tres" or baseline == "created":
         lines += [f"MaxNodeCount={nodes + 16}", "NodeSet=k8s Feature=k8s",
                   "PartitionName=main Nodes=k8s Default=YES MaxTime=INFINITE State=UP"]
     else:
@@ -266,12 +285,15 @@ def gpu_sample(c, count: int) -> dict:
     return {"gpu_jobs": q["gpu_jobs"], "gpu_aligned": q["gpu_aligned"]}
 
 
-def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool) -> dict:
+def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool,
+        baseline: str = "created") -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
     try:
-        configure(c, select, nodes, jobs, slurm, agents)
+        configure(c, select, nodes, jobs, slurm, agents, baseline)
         t_up = time.monotonic()
         c.start_slurmctld()
+        if select == "cons_tres" and baseline == "created":
+            create_nodes(c, nodes)
         wait_for(lambda: node_count(c) >= nodes, timeout=3600, interval=1,
                  what=f"slurmctld to have {nodes} nodes", on_timeout=lambda: c.tail("log/slurmctld.log"))
         nodes_s = time.monotonic() - t_up
@@ -299,7 +321,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         cpu1 = cpu_now(c)
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
-        result = {"select": select, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
+        result = {"select": select, "baseline": baseline, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
                   "peak_rss_mib": peak_rss_mib(c),
                   # what each job cost slurmctld, and the API server on the same cores
@@ -343,18 +365,22 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="leave the clusters up")
     p.add_argument("--json", action="store_true")
     p.add_argument("--log", type=Path, help="append each run's figures to this file (JSON lines) as it ends")
+    p.add_argument("--baseline", choices=("created", "static"), default="created",
+                   help="cons_tres's nodes: created by scontrol as discovery creates them, one GRES "
+                   "record per GPU (default), or in slurm.conf, one record of 8 GPUs without files")
     p.add_argument("--only", choices=("cons_tres", "k8s_cons_tres"),
                    help="one run of that side alone, its figures as JSON (to profile it; no ratio)")
     args = p.parse_args()
     counts = [int(x) for x in args.nodes.split(",")]
     if args.only:
         for n in counts:
-            print(json.dumps(run(args.only, n, args.jobs, args.window, args.slurm, args.agents, args.keep)))
+            print(json.dumps(run(args.only, n, args.jobs, args.window, args.slurm, args.agents, args.keep,
+                                 args.baseline)))
         return 0
     results = []
     for n in counts:
         for i in range(args.pairs):
-            base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep)
+            base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep, args.baseline)
             ours = run("k8s_cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep)
             print(f"{n} nodes, pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
                   f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
