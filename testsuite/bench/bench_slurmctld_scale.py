@@ -5,10 +5,14 @@ N Kubernetes nodes as EXTERNAL nodes and no slurmd, and a backlog of
 external jobs of mixed shapes, each cancelled once it started.
 
 Two sides, alternating (A B A B, --pairs times):
-  cons_tres      select/cons_tres; the same N nodes defined in slurm.conf as
-                 EXTERNAL (their GPUs have no index there: slurmctld reads a
-                 node's gres.conf lines from its slurmd, which they lack, so
-                 its GPU alignment cannot be read: "-")
+  cons_tres      select/cons_tres; the same N nodes as EXTERNAL nodes,
+                 created by scontrol with the lines discovery writes (one
+                 GRES record per GPU with its device file, as a slurmd's
+                 gres.conf gives a real GPU node). --baseline static puts
+                 them in slurm.conf instead: one record of 8 GPUs without
+                 files and no GPU index (slurmctld reads a node's gres.conf
+                 lines from its slurmd, which they lack), so its GPU
+                 alignment cannot be read there
   k8s_cons_tres  select/k8s_cons_tres with NodeDiscovery=external: the nodes
                  are discovered from the test API server's synthetic slices
                  (--synthetic-nodes N: 128 CPUs in 2 sockets = 2 NUMA nodes,
@@ -36,7 +40,7 @@ jobs of the stream's GPU shapes, read while they run.
 
     testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
         [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
-        [--only SELECT]
+        [--baseline created|static] [--only SELECT]
 """
 import argparse
 import json
