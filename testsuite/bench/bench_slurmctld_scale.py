@@ -68,6 +68,9 @@ from bench_throughput import sdiag, spread  # noqa: E402  (this directory)
 SOCKETS, CORES, THREADS, GPUS = 2, 32, 2, 8
 GPU_TYPE = "nvidia_a100_sxm4_80gb"  # what discovery names the synthetic GPUs
 MEMORY_MB = 64000
+# What both baselines' node lines say of the hardware.
+HARDWARE = (f"CPUs={SOCKETS * CORES * THREADS} Sockets={SOCKETS} CoresPerSocket={CORES} "
+            f"ThreadsPerCore={THREADS} RealMemory={MEMORY_MB}")
 
 # name, sbatch options, nodes, CPUs per node, GPUs per node
 SHAPES = [
@@ -119,8 +122,7 @@ def node_line(i: int) -> str:
     record per GPU, each with its device file, as a slurmd's gres.conf
     (File=/dev/nvidia[0-7]) gives a real GPU node."""
     gres_conf = "+".join(f"name=gpu,type={GPU_TYPE},count=1,file=/dev/k8s_cons_tres/gpu{g}" for g in range(GPUS))
-    return (f"NodeName=node{i:05d} NodeAddr=127.0.0.1 State=EXTERNAL CPUs={SOCKETS * CORES * THREADS} "
-            f"Sockets={SOCKETS} CoresPerSocket={CORES} ThreadsPerCore={THREADS} RealMemory={MEMORY_MB} "
+    return (f"NodeName=node{i:05d} NodeAddr=127.0.0.1 State=EXTERNAL {HARDWARE} "
             f"Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS} GresConf=\"{gres_conf}\"")
 
 
@@ -149,9 +151,8 @@ def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool, b
         lines += [f"MaxNodeCount={nodes + 16}", "NodeSet=k8s Feature=k8s",
                   "PartitionName=main Nodes=k8s Default=YES MaxTime=INFINITE State=UP"]
     else:
-        lines += [f"NodeName={names(nodes)} State=EXTERNAL CPUs={SOCKETS * CORES * THREADS} "
-                  f"Sockets={SOCKETS} CoresPerSocket={CORES} ThreadsPerCore={THREADS} "
-                  f"RealMemory={MEMORY_MB} Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS}",
+        lines += [f"NodeName={names(nodes)} State=EXTERNAL {HARDWARE} "
+                  f"Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS}",
                   f"PartitionName=main Nodes={names(nodes)} Default=YES MaxTime=INFINITE State=UP"]
     lines, gres = c.release.configs(lines, gres)
     (c.run_dir / "etc" / "slurm.conf").write_text("\n".join(lines) + "\n")

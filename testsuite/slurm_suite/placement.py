@@ -85,16 +85,18 @@ def parse_show_job(text: str, hostnames) -> dict:
     return jobs
 
 
+def _allocation(line: str):
+    """(job_id, nodelist) when the log line starts a job, else None."""
+    for rx in ALLOC_RES:
+        m = rx.search(line)
+        if m:
+            return int(m.group(1)), m.group(2)
+    return None
+
+
 def allocations_in_log(text: str) -> list:
     """[(job_id, nodelist)] in the order slurmctld logged them."""
-    out = []
-    for line in text.splitlines():
-        for rx in ALLOC_RES:
-            m = rx.search(line)
-            if m:
-                out.append((int(m.group(1)), m.group(2)))
-                break
-    return out
+    return [a for a in map(_allocation, text.splitlines()) if a]
 
 
 def relative(pairs, base: int) -> list:
@@ -112,12 +114,8 @@ def timed_events(text: str, base: int = 1) -> list:
             continue
         t = datetime.fromisoformat(m.group(1)).timestamp()
         d = DONE_RE.search(line)
-        hit = (int(d.group(1)), "done", "") if d else None
-        for rx in ALLOC_RES if not hit else ():
-            a = rx.search(line)
-            if a:
-                hit = (int(a.group(1)), "alloc", a.group(2))
-                break
+        a = None if d else _allocation(line)
+        hit = (int(d.group(1)), "done", "") if d else (a[0], "alloc", a[1]) if a else None
         if hit and hit[0] >= base:
             out.append((t, hit[1], hit[0] - base + 1, hit[2]))
     return out
