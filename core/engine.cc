@@ -380,6 +380,29 @@ void Engine::publish_kube_nodes(std::map<std::string, KubeNodeState> nodes, bool
     kube_synced_ = kube_synced_ || synced;
 }
 
+namespace {
+
+bool same_gpus(const std::vector<std::pair<IStr, IStr>> &have, const std::vector<GpuInfo> &gpus) {
+    if (have.size() != gpus.size()) return false;
+    for (size_t i = 0; i < gpus.size(); ++i)
+        if (!(have[i].first == gpus[i].model) || !(have[i].second == gpus[i].driver)) return false;
+    return true;
+}
+
+}  // namespace
+
+// What external_spec reads of node e with Node k (base features are the
+// configuration's, fixed for the engine's life).
+Engine::SpecInput Engine::spec_input(const NodeEntry &e, const KubeNodeState &k) {
+    SpecInput in{e.topology.cpu, {}, k, e.invalid, ""};
+    for (const GpuInfo &g : e.topology.gpus) in.gpus.emplace_back(g.model, g.driver);
+    return in;
+}
+
+bool Engine::same_spec_input(const SpecInput &in, const NodeEntry &e, const KubeNodeState &k) {
+    return in.cpu == e.topology.cpu && in.kube == k && in.invalid == e.invalid && same_gpus(in.gpus, e.topology.gpus);
+}
+
 std::vector<ExtAction> Engine::external_plan(const std::vector<SlurmNodeState> &have, size_t max_actions,
                                              bool with_gres_conf, std::vector<std::string> *notes,
                                              std::string *why) const {
@@ -399,17 +422,31 @@ std::vector<ExtAction> Engine::external_plan(const std::vector<SlurmNodeState> &
         return {};
     }
     const auto inventory = current();
-    std::map<std::string, ExternalNodeSpec> specs;
+    std::lock_guard plan_lock(plan_mu_);
     std::map<std::string, std::string> unfit;
     for (const auto &[name, k] : *kube) {
         const NodeEntry *e = inventory ? inventory->node(name) : nullptr;
         if (!e) continue;  // no slices (yet): nothing to describe
-        std::string w = e->invalid;
-        if (w.empty()) {
-            if (auto s = external_spec(e->topology, k, config_->node_features, &w)) specs.emplace(name, std::move(*s));
+        auto [in, added] = spec_inputs_.try_emplace(name);
+        if (added || !same_spec_input(in->second, *e, k)) {
+            in->second = spec_input(*e, k);
+            specs_.erase(name);
+            std::string w = e->invalid;
+            if (w.empty()) {
+                if (auto s = external_spec(e->topology, k, config_->node_features, &w))
+                    specs_.emplace(name, std::move(*s));
+            }
+            in->second.why = std::move(w);
         }
-        if (!w.empty()) unfit[name] = std::move(w);
+        if (!in->second.why.empty()) unfit[name] = in->second.why;
     }
+    // Nodes gone from Kubernetes or from the inventory have no definition.
+    std::erase_if(spec_inputs_, [&](const auto &p) {
+        const bool keep = kube->count(p.first) && inventory && inventory->node(p.first);
+        if (!keep) specs_.erase(p.first);
+        return !keep;
+    });
+    const auto &specs = specs_;
     {
         std::lock_guard lock(kube_mu_);
         for (const auto &[name, w] : unfit) {

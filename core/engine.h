@@ -181,6 +181,22 @@ private:
     std::shared_ptr<const std::map<std::string, KubeNodeState>> kube_nodes_;  // kube_mu_
     bool kube_synced_ = false;                                                 // kube_mu_
     mutable std::map<std::string, std::string> spec_notes_;                   // kube_mu_
+
+    // external_plan's node definitions, made again only for a node whose
+    // inputs changed (its CPU topology, GPU models, Node or invalidity):
+    // a discovery round at 15,000 unchanged nodes makes none.
+    struct SpecInput {
+        std::shared_ptr<const CpuTopology> cpu;
+        std::vector<std::pair<IStr, IStr>> gpus;  // model, driver
+        KubeNodeState kube;
+        std::string invalid;
+        std::string why;  // external_spec's refusal, "" when it made one
+    };
+    static SpecInput spec_input(const NodeEntry &e, const KubeNodeState &k);
+    static bool same_spec_input(const SpecInput &in, const NodeEntry &e, const KubeNodeState &k);
+    mutable std::mutex plan_mu_;  // one discovery round at a time
+    mutable std::unordered_map<std::string, SpecInput> spec_inputs_;  // plan_mu_
+    mutable std::map<std::string, ExternalNodeSpec> specs_;           // plan_mu_
 };
 
 // The engine of the started core (lifecycle.cc), or null when stopped.

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 namespace k8sdra {
 
@@ -18,6 +20,23 @@ std::set<std::string> split_set(const std::string &s) {
     for (std::string x; std::getline(ss, x, ',');)
         if (!x.empty()) out.insert(x);
     return out;
+}
+
+// The same comma-separated set; equal strings (every node of an unchanged
+// cluster, each discovery round) need no set.
+bool same_set(const std::string &a, const std::string &b) {
+    return a == b || split_set(a) == split_set(b);
+}
+
+// `list` (comma separated) holds `item`, without building anything.
+bool has_item(std::string_view list, std::string_view item) {
+    while (!list.empty()) {
+        const size_t comma = list.find(',');
+        if (list.substr(0, comma) == item) return true;
+        if (comma == std::string_view::npos) break;
+        list.remove_prefix(comma + 1);
+    }
+    return false;
 }
 
 // Slurm's node names are hostnames; anything that its hostlist syntax or
@@ -41,10 +60,10 @@ std::string shape_difference(const SlurmNodeState &h, const ExternalNodeSpec &s)
     cmp("CoresPerSocket", h.cores_per_socket, s.cores_per_socket);
     cmp("ThreadsPerCore", h.threads_per_core, s.threads_per_core);
     cmp("RealMemory", h.real_memory, s.real_memory);
-    if (split_set(h.gres) != split_set(s.gres))
+    if (!same_set(h.gres, s.gres))
         out += (out.empty() ? "" : ", ") + std::string("Gres ") + (h.gres.empty() ? "none" : h.gres) + " -> " +
                (s.gres.empty() ? "none" : s.gres);
-    if (split_set(h.features) != split_set(s.features))
+    if (!same_set(h.features, s.features))
         out += (out.empty() ? "" : ", ") + std::string("Features ") + h.features + " -> " + s.features;
     return out;
 }
@@ -52,7 +71,7 @@ std::string shape_difference(const SlurmNodeState &h, const ExternalNodeSpec &s)
 }  // namespace
 
 bool is_discovered(const SlurmNodeState &n) {
-    return n.external && split_set(n.features).count(kDiscoveredFeature) != 0;
+    return n.external && has_item(n.features, kDiscoveredFeature);
 }
 
 std::string gres_type_of(const std::string &model, const std::string &driver) {
@@ -137,7 +156,8 @@ std::vector<ExtAction> plan_external_nodes(const std::map<std::string, KubeNodeS
                                            const std::vector<SlurmNodeState> &have, size_t max_actions,
                                            bool with_gres_conf) {
     std::vector<ExtAction> now, creates;
-    std::map<std::string, const SlurmNodeState *> slurm;
+    std::unordered_map<std::string_view, const SlurmNodeState *> slurm;  // views into `have`
+    slurm.reserve(have.size());
     for (const auto &h : have) slurm[h.name] = &h;
     auto drain = [&](const SlurmNodeState &h, const std::string &why) {
         if (!h.drained) now.push_back({ExtActionKind::Drain, h.name, kDrainPrefix + why});

@@ -336,3 +336,75 @@ TEST_CASE("after a restart a slurm-bridge claim counts once slurmctld has told i
     CHECK(e.generation() != g);
     CHECK(e.exclusion("node1", nullptr, true).cores.empty());
 }
+
+namespace {
+
+std::vector<ResourceSlice> slices_of_shape(const std::string &node, const std::string &shape, int gpus) {
+    FixtureOptions o;
+    o.node = node;
+    o.gpus = gpus;
+    FixtureResult f = fixture_from_synthetic(shape, o);
+    REQUIRE(f.ok);
+    return f.slices;
+}
+
+std::string created_line(const std::vector<ExtAction> &plan, const std::string &node) {
+    for (const auto &a : plan)
+        if (a.kind == ExtActionKind::Create && a.node == node) return a.text;
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("discovery rounds keep node definitions only while their slices and Node stay the same") {
+    Clock clock;
+    PluginConfig c = config();
+    c.node_discovery = true;
+    Engine e(c, [&] { return clock.now; });
+    const std::string big = "pack:2 numa:2 l3:1 core:4 pu:2", small = "pack:1 numa:1 l3:1 core:4 pu:2";
+    auto publish = [&](const std::string &shape, int gpus) {
+        auto sl = slices_of_shape("node1", shape, gpus);
+        auto more = slices_of_shape("node2", big, 0);
+        sl.insert(sl.end(), more.begin(), more.end());
+        e.publish(std::make_shared<Inventory>(Inventory::build(sl, {})));
+    };
+    auto node = [](const std::string &name, uint64_t mem) { return KubeNodeState{name, false, true, "", mem, ""}; };
+    publish(big, 4);
+    e.publish_kube_nodes({{"node1", node("node1", 64000)}, {"node2", node("node2", 64000)}}, true);
+    std::string why;
+    auto plan = e.external_plan({}, 16, true, nullptr, &why);
+    const std::string first = created_line(plan, "node1");
+    CHECK(first.find("CPUs=32 ") != std::string::npos);
+    CHECK(first.find("Gres=gpu:") != std::string::npos);
+    CHECK(first.find("RealMemory=64000") != std::string::npos);
+    CHECK(!created_line(plan, "node2").empty());
+    // the same inputs, the same definitions (kept from the round before)
+    CHECK(e.external_plan({}, 16, true, nullptr, &why) == plan);
+
+    SECTION("new slices of another shape") {
+        publish(small, 0);
+        const std::string line = created_line(e.external_plan({}, 16, true, nullptr, &why), "node1");
+        CHECK(line.find("CPUs=8 ") != std::string::npos);
+        CHECK(line.find("Gres=") == std::string::npos);
+    }
+    SECTION("the Node's memory changes") {
+        e.publish_kube_nodes({{"node1", node("node1", 32000)}, {"node2", node("node2", 64000)}}, true);
+        CHECK(created_line(e.external_plan({}, 16, true, nullptr, &why), "node1").find("RealMemory=32000") !=
+              std::string::npos);
+    }
+    SECTION("the Node goes, and comes back") {
+        e.publish_kube_nodes({{"node2", node("node2", 64000)}}, true);
+        auto p = e.external_plan({}, 16, true, nullptr, &why);
+        CHECK(created_line(p, "node1").empty());
+        CHECK(!created_line(p, "node2").empty());
+        e.publish_kube_nodes({{"node1", node("node1", 16000)}, {"node2", node("node2", 64000)}}, true);
+        CHECK(created_line(e.external_plan({}, 16, true, nullptr, &why), "node1").find("RealMemory=16000") !=
+              std::string::npos);
+    }
+    SECTION("the node's slices go") {
+        e.publish(std::make_shared<Inventory>(Inventory::build(slices_of_shape("node2", big, 0), {})));
+        auto p = e.external_plan({}, 16, true, nullptr, &why);
+        CHECK(created_line(p, "node1").empty());
+        CHECK(!created_line(p, "node2").empty());
+    }
+}
