@@ -50,6 +50,46 @@ public:
                             f(k, *v);
     }
 
+    // True when this map and `old` share everything: while `old` is held,
+    // no copy changes a level it shares, so equal levels hold equal entries.
+    bool same(const CowMap &old) const { return top_ == old.top_; }
+
+    // f(key, before, after) for every key whose entry differs from `old`'s
+    // (null: absent there). Shared levels are skipped unread, so a diff of
+    // two snapshots a few events apart costs a few shards, not the map.
+    template <class F>
+    void forEachChange(const CowMap &old, F &&f) const {
+        if (same(old))
+            return;
+        for (size_t b = 0; b < kFan; ++b) {
+            const Block *nb = top_ ? (*top_)[b].get() : nullptr;
+            const Block *ob = old.top_ ? (*old.top_)[b].get() : nullptr;
+            if (nb == ob)
+                continue;
+            for (size_t s = 0; s < kFan; ++s) {
+                const Shard *ns = nb ? (*nb)[s].get() : nullptr;
+                const Shard *os = ob ? (*ob)[s].get() : nullptr;
+                if (ns == os)
+                    continue;
+                if (ns)
+                    for (const auto &[k, v] : *ns) {
+                        const T *before = nullptr;
+                        if (os)
+                            if (auto it = os->find(k); it != os->end()) {
+                                if (it->second == v)
+                                    continue;
+                                before = it->second.get();
+                            }
+                        f(k, before, v.get());
+                    }
+                if (os)
+                    for (const auto &[k, v] : *os)
+                        if (!ns || !ns->count(k))
+                            f(k, v.get(), nullptr);
+            }
+        }
+    }
+
     void set(const std::string &key, Ptr value) {
         Shard &sh = writableShard(key);
         auto [it, inserted] = sh.try_emplace(key, value);

@@ -46,11 +46,6 @@ void forEachClaimNode(const ClaimHolding &c, F &&f) {
     }
 }
 
-struct NodeObjects {
-    std::vector<const CompactSlice *> slices;  // in snapshot order
-    std::vector<const ClaimHolding *> claims;  // allocated ones
-};
-
 }  // namespace
 
 InventoryOptions inventory_options(const PluginConfig &pc) {
@@ -65,82 +60,153 @@ InventoryOptions inventory_options(const PluginConfig &pc) {
 InventoryUpdater::InventoryUpdater(const PluginConfig &pc)
     : config_(pc), io_(inventory_options(pc)), builder_(build_options(io_)) {}
 
-InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
-    Update out;
-    // Every node's digest, keyed by views into the snapshot (which outlives
-    // this call): a watch event costs no allocation per node.
-    std::unordered_map<std::string_view, uint64_t> sigs;
-    sigs.reserve(node_sigs_.size() + 16);
-    snap.forEachSlice([&](const CompactSlice &sl) {
-        if (!sl.nodeName.empty())
-            sigs[sl.nodeName] += sig_of('s', sl.driver, sl.name, sl.resourceVersion);
-    });
+// Every node's objects, from the whole snapshot.
+InventoryUpdater::ByNode<InventoryUpdater::NodeObjects> InventoryUpdater::digest_all(const Snapshot &snap) const {
+    ByNode<NodeObjects> all;
+    all.reserve(nodes_.size() + 16);
+    for (const auto &[driver, m] : snap.slicesByDriver)
+        m.forEach([&](const std::string &key, const CompactSlice &sl) {
+            if (sl.nodeName.empty())
+                return;
+            NodeObjects &n = all[sl.nodeName];
+            n.sig += sig_of('s', sl.driver, sl.name, sl.resourceVersion);
+            ++n.count;
+            n.slices.emplace(driver, key);
+        });
     // A pod of slurm-bridge's coming or going changes its claim's holder:
     // the job it is bridged to is part of the claim's digest.
     const bool bridging = snap.bridgePods.size() != 0;
-    snap.forEachClaim([&](const ClaimHolding &c) {
-        ++out.claims;
+    snap.claims.forEach([&](const std::string &key, const ClaimHolding &c) {
         if (!c.allocated)
             return;
         const uint64_t bridged = bridging ? bridgeClaimJob(c, snap.bridgePods) : 0;
         forEachClaimNode(c, [&](const std::string &node) {
-            sigs[node] += sig_of('c', c.ns, c.name, c.resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
+            NodeObjects &n = all[node];
+            n.sig += sig_of('c', c.ns, c.name, c.resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
+            ++n.count;
+            n.claims.insert(key);
         });
     });
-    for (const auto &[name, sig] : sigs) {
-        auto it = node_sigs_.find(name);
-        if (it == node_sigs_.end() || it->second != sig)
-            out.rebuilt.emplace_back(name);
+    return all;
+}
+
+// The nodes whose digest changed since the maps seen last, and nodes_ made
+// current. Only what changed is read when the same drivers' slices and the
+// same bridge pods are diffed; otherwise (the first time) the whole snapshot.
+std::vector<std::string> InventoryUpdater::changed_since_seen(const Snapshot &snap) {
+    std::vector<std::string> changed;
+    bool incremental = seen_ && snap.bridgePods.same(seen_bridge_) &&
+                       snap.slicesByDriver.size() == seen_slices_.size();
+    for (const auto &[driver, m] : snap.slicesByDriver)
+        incremental = incremental && seen_slices_.count(driver);
+    if (!incremental) {
+        ByNode<NodeObjects> all = digest_all(snap);
+        for (const auto &[name, n] : all)
+            if (auto it = nodes_.find(name); it == nodes_.end() || it->second.sig != n.sig)
+                changed.push_back(name);
+        for (const auto &[name, n] : nodes_)
+            if (!all.count(name))
+                changed.push_back(name);
+        nodes_ = std::move(all);
+        return changed;
     }
-    for (const auto &[name, sig] : node_sigs_)
-        if (!sigs.count(name))
-            out.rebuilt.push_back(name);
+    // Each node's digest before this update's first change to it.
+    ByNode<std::pair<bool, uint64_t>> before;
+    auto node = [&](const std::string &name) -> NodeObjects & {
+        auto it = nodes_.find(name);
+        before.try_emplace(name, it != nodes_.end(), it != nodes_.end() ? it->second.sig : 0);
+        return it != nodes_.end() ? it->second : nodes_[name];
+    };
+    for (const auto &[driver, m] : snap.slicesByDriver)
+        m.forEachChange(seen_slices_.at(driver),
+                        [&](const std::string &key, const CompactSlice *was, const CompactSlice *now) {
+                            if (was && !was->nodeName.empty()) {
+                                NodeObjects &n = node(was->nodeName);
+                                n.sig -= sig_of('s', was->driver, was->name, was->resourceVersion);
+                                --n.count;
+                                n.slices.erase({driver, key});
+                            }
+                            if (now && !now->nodeName.empty()) {
+                                NodeObjects &n = node(now->nodeName);
+                                n.sig += sig_of('s', now->driver, now->name, now->resourceVersion);
+                                ++n.count;
+                                n.slices.emplace(driver, key);
+                            }
+                        });
+    const bool bridging = snap.bridgePods.size() != 0;  // the same pods as seen
+    snap.claims.forEachChange(seen_claims_, [&](const std::string &key, const ClaimHolding *was,
+                                                const ClaimHolding *now) {
+        for (const auto &[c, sign] : {std::pair{was, -1}, std::pair{now, 1}}) {
+            if (!c || !c->allocated)
+                continue;
+            const uint64_t bridged = bridging ? bridgeClaimJob(*c, snap.bridgePods) : 0;
+            const uint64_t sig = sig_of('c', c->ns, c->name, c->resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
+            forEachClaimNode(*c, [&](const std::string &name) {
+                NodeObjects &n = node(name);
+                if (sign > 0) {
+                    n.sig += sig;
+                    ++n.count;
+                    n.claims.insert(key);
+                } else {
+                    n.sig -= sig;
+                    --n.count;
+                    n.claims.erase(key);
+                }
+            });
+        }
+    });
+    for (const auto &[name, was] : before) {
+        auto it = nodes_.find(name);
+        const bool now = it->second.count != 0;
+        if (was.first != now || (now && was.second != it->second.sig))
+            changed.push_back(name);
+        if (!now)
+            nodes_.erase(it);
+    }
+    return changed;
+}
+
+InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
+    Update out;
+    out.claims = snap.claims.size();
+    out.rebuilt = changed_since_seen(snap);
+    seen_slices_ = snap.slicesByDriver;
+    seen_claims_ = snap.claims;
+    seen_bridge_ = snap.bridgePods;
+    seen_ = true;
     if (last_ && out.rebuilt.empty())
         return out;
     std::sort(out.rebuilt.begin(), out.rebuilt.end());  // the order nodes are added in
 
-    // The objects of the changed nodes only (all of them the first time).
-    std::unordered_map<std::string_view, NodeObjects> objects;
-    objects.reserve(out.rebuilt.size());
-    for (const std::string &name : out.rebuilt)
-        objects[name];
-    snap.forEachSlice([&](const CompactSlice &sl) {
-        if (auto it = objects.find(sl.nodeName); it != objects.end())
-            it->second.slices.push_back(&sl);
-    });
-    snap.forEachClaim([&](const ClaimHolding &c) {
-        if (!c.allocated)
-            return;
-        forEachClaimNode(c, [&](const std::string &node) {
-            if (auto it = objects.find(node); it != objects.end())
-                it->second.claims.push_back(&c);
-        });
-    });
-
+    const bool bridging = snap.bridgePods.size() != 0;
     auto next = std::make_shared<Inventory>(last_ ? *last_ : Inventory());
     next->clear_claim_errors();
+    std::vector<const CompactSlice *> slices;
     std::vector<ClaimHolding> claims;
     for (const std::string &name : out.rebuilt) {
-        const NodeObjects &n = objects.at(name);
+        slices.clear();
         claims.clear();
-        for (const ClaimHolding *c : n.claims) {
-            // Only our own claims stand for Slurm jobs (which Slurm tracks
-            // itself); every other claim is a pod's, whatever its labels say.
-            ClaimHolding &copy = claims.emplace_back(*c);
-            copy.labels.erase(kLabelJob);
-            copy.bridgedJob = 0;
-            if (const uint32_t job = ownClaimJob(*c, config_))
-                copy.labels[kLabelJob] = std::to_string(job);
-            else if (bridging)
-                copy.bridgedJob = bridgeClaimJob(*c, snap.bridgePods);
+        if (auto n = nodes_.find(name); n != nodes_.end()) {
+            for (const auto &[driver, key] : n->second.slices)
+                if (const CompactSlice *sl = snap.slicesByDriver.at(driver).find(key))
+                    slices.push_back(sl);
+            for (const std::string &key : n->second.claims) {
+                const ClaimHolding *c = snap.claims.find(key);
+                if (!c)
+                    continue;
+                // Only our own claims stand for Slurm jobs (which Slurm tracks
+                // itself); every other claim is a pod's, whatever its labels say.
+                ClaimHolding &copy = claims.emplace_back(*c);
+                copy.labels.erase(kLabelJob);
+                copy.bridgedJob = 0;
+                if (const uint32_t job = ownClaimJob(*c, config_))
+                    copy.labels[kLabelJob] = std::to_string(job);
+                else if (bridging)
+                    copy.bridgedJob = bridgeClaimJob(*c, snap.bridgePods);
+            }
         }
         // A node without slices of its own leaves (its claims then name no node).
-        next->put_node(name, n.slices.empty() ? std::nullopt : builder_.build(name, n.slices), claims, io_);
-        auto sig = sigs.find(name);
-        if (sig == sigs.end())
-            node_sigs_.erase(name);
-        else
-            node_sigs_[name] = sig->second;
+        next->put_node(name, slices.empty() ? std::nullopt : builder_.build(name, slices), claims, io_);
     }
     last_ = next;
     out.inventory = std::move(next);

@@ -3,7 +3,11 @@
 // rebuilds only the nodes whose slices or claims changed, every one of them
 // in the same pass (the first complete view: all nodes at once), straight
 // from the compact slices (NodeBuilder); every other node is the previous
-// inventory's. The result equals Inventory::build on the expanded snapshot.
+// inventory's. Which nodes changed is read from a diff of the snapshot's
+// maps against those of the last update (a few shards per watch event, not
+// every slice and claim). The result equals Inventory::build on the
+// expanded snapshot, slices in (driver, name) order and claims in key order:
+// the same objects always make the same node, whatever order they came in.
 #pragma once
 
 #include "core/inventory.h"
@@ -12,7 +16,9 @@
 #include "k8s_client/snapshot.h"
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,8 +53,26 @@ private:
     InventoryOptions io_;
     NodeBuilder builder_;
     std::shared_ptr<const Inventory> last_;
-    // Per node: an order-free digest of its slices and claims.
-    std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> node_sigs_;
+    // Per node: an order-free digest of its slices and claims, how many
+    // there are, and which (slices by driver and name, claims by key).
+    struct NodeObjects {
+        uint64_t sig = 0;
+        size_t count = 0;
+        std::set<std::pair<std::string, std::string>> slices;
+        std::set<std::string> claims;
+    };
+    template <class K>
+    using ByNode = std::unordered_map<std::string, K, StringHash, std::equal_to<>>;
+    ByNode<NodeObjects> nodes_;
+    // The maps the digests were made from. Held here, they are never changed
+    // in place, so the next snapshot is diffed against them shard by shard.
+    std::map<std::string, SliceMap> seen_slices_;
+    ClaimMap seen_claims_;
+    PodMap seen_bridge_;
+    bool seen_ = false;
+
+    ByNode<NodeObjects> digest_all(const Snapshot &snap) const;
+    std::vector<std::string> changed_since_seen(const Snapshot &snap);
 };
 
 }  // namespace k8sdra::k8s

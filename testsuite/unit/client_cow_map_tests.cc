@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <random>
+
 using namespace k8sdra;
 using namespace k8sdra::k8s;
 
@@ -36,6 +39,51 @@ TEST_CASE("unshared values are shared, not copied, between snapshots", "[cowmap]
     m.set("a", std::make_shared<const int>(1));
     CowMap<int> copy = m;
     CHECK(copy.get("a").get() == m.get("a").get());
+}
+
+TEST_CASE("a diff against a held copy names exactly the keys that changed", "[cowmap]") {
+    std::mt19937 rng(7);
+    CowMap<int> m;
+    std::map<std::string, int> model;
+    for (int round = 0; round < 200; ++round) {
+        const CowMap<int> held = m;
+        const std::map<std::string, int> was = model;
+        const int ops = round % 10 == 0 ? 300 : int(rng() % 5);
+        for (int i = 0; i < ops; ++i) {
+            const std::string key = "k" + std::to_string(rng() % 3000);
+            if (rng() % 3 == 0) {
+                m.erase(key);
+                model.erase(key);
+            } else {
+                const int v = int(rng() % 1000);
+                m.set(key, std::make_shared<const int>(v));
+                model[key] = v;
+            }
+        }
+        std::map<std::string, std::pair<int, int>> seen;  // -1: absent
+        m.forEachChange(held, [&](const std::string &k, const int *before, const int *after) {
+            CHECK(seen.emplace(k, std::pair{before ? *before : -1, after ? *after : -1}).second);
+        });
+        std::map<std::string, std::pair<int, int>> want;
+        for (const auto &[k, v] : model)
+            if (auto it = was.find(k); it == was.end() || it->second != v)
+                want[k] = {it == was.end() ? -1 : it->second, v};
+        for (const auto &[k, v] : was)
+            if (!model.count(k))
+                want[k] = {v, -1};
+        // a key set again to its old value is a change too (a new object)
+        for (const auto &[k, v] : seen)
+            if (!want.count(k))
+                CHECK(v.first == v.second);
+        for (const auto &[k, v] : want) {
+            INFO(k);
+            REQUIRE(seen.count(k));
+            CHECK(seen.at(k) == v);
+        }
+        CHECK(m.same(m));
+        if (ops == 0)
+            CHECK(m.same(held));
+    }
 }
 
 TEST_CASE("the store publishes new snapshots and keeps old ones intact", "[snapshot]") {

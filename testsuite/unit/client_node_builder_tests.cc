@@ -359,6 +359,13 @@ Inventory reference(const Snapshot &snap, const PluginConfig &pc) {
             copy.labels[kLabelJob] = std::to_string(job);
         claims.push_back(std::move(copy));
     });
+    // The updater's order: slices by driver and name, claims by key.
+    std::stable_sort(slices.begin(), slices.end(), [](const ResourceSlice &a, const ResourceSlice &b) {
+        return std::tie(a.driver, a.name) < std::tie(b.driver, b.name);
+    });
+    std::stable_sort(claims.begin(), claims.end(), [](const ClaimHolding &a, const ClaimHolding &b) {
+        return claimKey(a.ns, a.name) < claimKey(b.ns, b.name);
+    });
     return Inventory::build(slices, claims, inventory_options(pc));
 }
 
