@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -57,6 +58,7 @@ private:
     bool stopping_ = false;
     std::map<std::string, KubeNodeState> last_nodes_;  // published to the engine last
     bool nodes_synced_ = false;
+    std::optional<NodeMap> seen_nodes_;  // the Node objects last_nodes_ was made from
     uint64_t published_version_ = 0;
     InventoryUpdater updater_;                  // holds the inventory published last
     std::map<std::string, uint64_t> warned_;    // per node: digest of the warnings logged
