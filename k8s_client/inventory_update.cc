@@ -30,6 +30,14 @@ uint64_t sig_of(char kind, const std::string &a, const std::string &b, const std
     return v;
 }
 
+// A claim's part of each of its nodes' digests. A pod of slurm-bridge's
+// coming or going changes its claim's holder: the job it is bridged to is
+// part of the digest.
+uint64_t claim_sig(const ClaimHolding &c, const PodMap &bridgePods) {
+    const uint64_t bridged = bridgePods.size() ? bridgeClaimJob(c, bridgePods) : 0;
+    return sig_of('c', c.ns, c.name, c.resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
+}
+
 // The nodes a claim's allocation is on (claimNodes), without a vector.
 template <class F>
 void forEachClaimNode(const ClaimHolding &c, F &&f) {
@@ -60,32 +68,42 @@ InventoryOptions inventory_options(const PluginConfig &pc) {
 InventoryUpdater::InventoryUpdater(const PluginConfig &pc)
     : config_(pc), io_(inventory_options(pc)), builder_(build_options(io_)) {}
 
+void InventoryUpdater::NodeObjects::slice(const std::string &driver, const std::string &key,
+                                          const CompactSlice &sl, bool add) {
+    const uint64_t d = sig_of('s', sl.driver, sl.name, sl.resourceVersion);
+    if (add) {
+        sig += d;
+        slices.emplace(driver, key);
+    } else {
+        sig -= d;
+        slices.erase({driver, key});
+    }
+}
+
+void InventoryUpdater::NodeObjects::claim(const std::string &key, uint64_t d, bool add) {
+    if (add) {
+        sig += d;
+        claims.insert(key);
+    } else {
+        sig -= d;
+        claims.erase(key);
+    }
+}
+
 // Every node's objects, from the whole snapshot.
 InventoryUpdater::ByNode<InventoryUpdater::NodeObjects> InventoryUpdater::digest_all(const Snapshot &snap) const {
     ByNode<NodeObjects> all;
     all.reserve(nodes_.size() + 16);
     for (const auto &[driver, m] : snap.slicesByDriver)
         m.forEach([&](const std::string &key, const CompactSlice &sl) {
-            if (sl.nodeName.empty())
-                return;
-            NodeObjects &n = all[sl.nodeName];
-            n.sig += sig_of('s', sl.driver, sl.name, sl.resourceVersion);
-            ++n.count;
-            n.slices.emplace(driver, key);
+            if (!sl.nodeName.empty())
+                all[sl.nodeName].slice(driver, key, sl, true);
         });
-    // A pod of slurm-bridge's coming or going changes its claim's holder:
-    // the job it is bridged to is part of the claim's digest.
-    const bool bridging = snap.bridgePods.size() != 0;
     snap.claims.forEach([&](const std::string &key, const ClaimHolding &c) {
         if (!c.allocated)
             return;
-        const uint64_t bridged = bridging ? bridgeClaimJob(c, snap.bridgePods) : 0;
-        forEachClaimNode(c, [&](const std::string &node) {
-            NodeObjects &n = all[node];
-            n.sig += sig_of('c', c.ns, c.name, c.resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
-            ++n.count;
-            n.claims.insert(key);
-        });
+        const uint64_t sig = claim_sig(c, snap.bridgePods);
+        forEachClaimNode(c, [&](const std::string &node) { all[node].claim(key, sig, true); });
     });
     return all;
 }
@@ -95,11 +113,13 @@ InventoryUpdater::ByNode<InventoryUpdater::NodeObjects> InventoryUpdater::digest
 // same bridge pods are diffed; otherwise (the first time) the whole snapshot.
 std::vector<std::string> InventoryUpdater::changed_since_seen(const Snapshot &snap) {
     std::vector<std::string> changed;
-    bool incremental = seen_ && snap.bridgePods.same(seen_bridge_) &&
+    bool incremental = last_ && snap.bridgePods.same(seen_bridge_) &&
                        snap.slicesByDriver.size() == seen_slices_.size();
     for (const auto &[driver, m] : snap.slicesByDriver)
         incremental = incremental && seen_slices_.count(driver);
     if (!incremental) {
+        if (!last_)  // no inventory yet (or the first build threw): every node
+            nodes_.clear();
         ByNode<NodeObjects> all = digest_all(snap);
         for (const auto &[name, n] : all)
             if (auto it = nodes_.find(name); it == nodes_.end() || it->second.sig != n.sig)
@@ -120,44 +140,24 @@ std::vector<std::string> InventoryUpdater::changed_since_seen(const Snapshot &sn
     for (const auto &[driver, m] : snap.slicesByDriver)
         m.forEachChange(seen_slices_.at(driver),
                         [&](const std::string &key, const CompactSlice *was, const CompactSlice *now) {
-                            if (was && !was->nodeName.empty()) {
-                                NodeObjects &n = node(was->nodeName);
-                                n.sig -= sig_of('s', was->driver, was->name, was->resourceVersion);
-                                --n.count;
-                                n.slices.erase({driver, key});
-                            }
-                            if (now && !now->nodeName.empty()) {
-                                NodeObjects &n = node(now->nodeName);
-                                n.sig += sig_of('s', now->driver, now->name, now->resourceVersion);
-                                ++n.count;
-                                n.slices.emplace(driver, key);
-                            }
+                            if (was && !was->nodeName.empty())
+                                node(was->nodeName).slice(driver, key, *was, false);
+                            if (now && !now->nodeName.empty())
+                                node(now->nodeName).slice(driver, key, *now, true);
                         });
-    const bool bridging = snap.bridgePods.size() != 0;  // the same pods as seen
     snap.claims.forEachChange(seen_claims_, [&](const std::string &key, const ClaimHolding *was,
                                                 const ClaimHolding *now) {
-        for (const auto &[c, sign] : {std::pair{was, -1}, std::pair{now, 1}}) {
+        for (const auto &[c, add] : {std::pair{was, false}, std::pair{now, true}}) {
             if (!c || !c->allocated)
                 continue;
-            const uint64_t bridged = bridging ? bridgeClaimJob(*c, snap.bridgePods) : 0;
-            const uint64_t sig = sig_of('c', c->ns, c->name, c->resourceVersion) + bridged * 0x9e3779b97f4a7c15ULL;
-            forEachClaimNode(*c, [&](const std::string &name) {
-                NodeObjects &n = node(name);
-                if (sign > 0) {
-                    n.sig += sig;
-                    ++n.count;
-                    n.claims.insert(key);
-                } else {
-                    n.sig -= sig;
-                    --n.count;
-                    n.claims.erase(key);
-                }
-            });
+            // the bridge pods are those seen: the claim's part as it was added
+            const uint64_t sig = claim_sig(*c, snap.bridgePods);
+            forEachClaimNode(*c, [&](const std::string &name) { node(name).claim(key, sig, add); });
         }
     });
     for (const auto &[name, was] : before) {
         auto it = nodes_.find(name);
-        const bool now = it->second.count != 0;
+        const bool now = !it->second.empty();
         if (was.first != now || (now && was.second != it->second.sig))
             changed.push_back(name);
         if (!now)
@@ -173,7 +173,6 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
     seen_slices_ = snap.slicesByDriver;
     seen_claims_ = snap.claims;
     seen_bridge_ = snap.bridgePods;
-    seen_ = true;
     if (last_ && out.rebuilt.empty())
         return out;
     std::sort(out.rebuilt.begin(), out.rebuilt.end());  // the order nodes are added in

@@ -53,13 +53,16 @@ private:
     InventoryOptions io_;
     NodeBuilder builder_;
     std::shared_ptr<const Inventory> last_;
-    // Per node: an order-free digest of its slices and claims, how many
-    // there are, and which (slices by driver and name, claims by key).
+    // Per node: an order-free digest of its slices and claims, and which
+    // they are (slices by driver and name, claims by key). The full digest
+    // and the diff change it only through these, so the two cannot differ.
     struct NodeObjects {
         uint64_t sig = 0;
-        size_t count = 0;
         std::set<std::pair<std::string, std::string>> slices;
         std::set<std::string> claims;
+        bool empty() const { return slices.empty() && claims.empty(); }
+        void slice(const std::string &driver, const std::string &key, const CompactSlice &sl, bool add);
+        void claim(const std::string &key, uint64_t sig, bool add);
     };
     template <class K>
     using ByNode = std::unordered_map<std::string, K, StringHash, std::equal_to<>>;
@@ -68,8 +71,7 @@ private:
     // in place, so the next snapshot is diffed against them shard by shard.
     std::map<std::string, SliceMap> seen_slices_;
     ClaimMap seen_claims_;
-    PodMap seen_bridge_;
-    bool seen_ = false;
+    PodMap seen_bridge_;  // all three seen once last_ is set
 
     ByNode<NodeObjects> digest_all(const Snapshot &snap) const;
     std::vector<std::string> changed_since_seen(const Snapshot &snap);
