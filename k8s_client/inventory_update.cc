@@ -94,11 +94,13 @@ void InventoryUpdater::NodeObjects::claim(const std::string &key, uint64_t d, bo
 InventoryUpdater::ByNode<InventoryUpdater::NodeObjects> InventoryUpdater::digest_all(const Snapshot &snap) const {
     ByNode<NodeObjects> all;
     all.reserve(nodes_.size() + 16);
-    for (const auto &[driver, m] : snap.slicesByDriver)
+    for (const auto &[driver_, m] : snap.slicesByDriver) {
+        const std::string &driver = driver_; // clang 14 cannot capture a structured binding
         m.forEach([&](const std::string &key, const CompactSlice &sl) {
             if (!sl.nodeName.empty())
                 all[sl.nodeName].slice(driver, key, sl, true);
         });
+    }
     snap.claims.forEach([&](const std::string &key, const ClaimHolding &c) {
         if (!c.allocated)
             return;
@@ -137,7 +139,8 @@ std::vector<std::string> InventoryUpdater::changed_since_seen(const Snapshot &sn
         before.try_emplace(name, it != nodes_.end(), it != nodes_.end() ? it->second.sig : 0);
         return it != nodes_.end() ? it->second : nodes_[name];
     };
-    for (const auto &[driver, m] : snap.slicesByDriver)
+    for (const auto &[driver_, m] : snap.slicesByDriver) {
+        const std::string &driver = driver_; // clang 14 cannot capture a structured binding
         m.forEachChange(seen_slices_.at(driver),
                         [&](const std::string &key, const CompactSlice *was, const CompactSlice *now) {
                             if (was && !was->nodeName.empty())
@@ -145,9 +148,11 @@ std::vector<std::string> InventoryUpdater::changed_since_seen(const Snapshot &sn
                             if (now && !now->nodeName.empty())
                                 node(now->nodeName).slice(driver, key, *now, true);
                         });
+    }
     snap.claims.forEachChange(seen_claims_, [&](const std::string &key, const ClaimHolding *was,
                                                 const ClaimHolding *now) {
-        for (const auto &[c, add] : {std::pair{was, false}, std::pair{now, true}}) {
+        for (const auto &[c, add_] : {std::pair{was, false}, std::pair{now, true}}) {
+            const bool add = add_; // clang 14 cannot capture a structured binding
             if (!c || !c->allocated)
                 continue;
             // the bridge pods are those seen: the claim's part as it was added
