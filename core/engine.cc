@@ -152,17 +152,25 @@ std::shared_ptr<const Inventory> Engine::current() const {
 }
 
 bool Engine::fresh(Clock::time_point now) const {
-    if (published_.load() == 0) return false;
-    const Clock::time_point synced{Clock::duration(synced_at_.load())};
-    return now - synced <= config_->stale_after;
+    const int64_t at = synced_at_.load();
+    if (published_.load() == 0 || at == kNeverSynced) return false;
+    return now - Clock::time_point{Clock::duration(at)} <= config_->stale_after;
 }
 
 std::string Engine::staleness_reason(Clock::time_point now) const {
-    if (published_.load() == 0) return "inventory not yet in sync with the Kubernetes API server";
-    const Clock::time_point synced{Clock::duration(synced_at_.load())};
-    const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - synced).count();
-    return "inventory is " + std::to_string(age) + "s old (StaleAfter=" +
+    const int64_t at = synced_at_.load();
+    // Published but never in sync: one informer listed, another has not.
+    if (published_.load() == 0 || at == kNeverSynced) return "inventory not yet in sync with the Kubernetes API server";
+    const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - Clock::time_point{Clock::duration(at)});
+    return "inventory is " + std::to_string(age.count()) + "s old (StaleAfter=" +
            std::to_string(config_->stale_after.count()) + "s): API server unreachable?";
+}
+
+std::optional<std::string> Engine::stale_reason() const {
+    if (!config_) return std::nullopt;
+    const auto now = now_();
+    if (fresh(now)) return std::nullopt;
+    return staleness_reason(now);
 }
 
 uint64_t Engine::generation() const {

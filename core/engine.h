@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <cstdint>
@@ -98,6 +99,10 @@ public:
     // event or bookmark arrived).
     void mark_fresh();
 
+    // Why Kubernetes nodes take no new jobs now, or nothing while the view
+    // is in sync (the feed logs each change of this).
+    std::optional<std::string> stale_reason() const;
+
     // Changes whenever exclusion() answers may change.
     uint64_t generation() const;
     // generation() / 2 when this node's answers last changed (0: never);
@@ -166,7 +171,8 @@ private:
     };
     std::unordered_map<std::string, NodeStamp> stamps_;  // k8s node name; mu_
     uint64_t full_stamp_ = 0;                            // mu_
-    std::atomic<int64_t> synced_at_{0};  // Clock ticks of the last sync
+    static constexpr int64_t kNeverSynced = INT64_MIN;
+    std::atomic<int64_t> synced_at_{kNeverSynced};  // Clock ticks of the last sync
     mutable PlacementCache<NodeChoice> choices_;  // choose()'s answers
 
     // Slurm's own allocations per job (Kubernetes node names), as slurmctld

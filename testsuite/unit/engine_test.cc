@@ -84,6 +84,26 @@ TEST_CASE("Kubernetes nodes are unavailable until the first sync, and when stale
     CHECK(e.generation() == fresh);
 }
 
+TEST_CASE("a view published before every informer listed is not in sync, whatever the clock reads") {
+    // A steady clock near its epoch (a machine just booted, or this test's
+    // clock at 0) must not make a never-synced view look fresh.
+    Clock clock;
+    clock.now = Engine::Clock::time_point{};
+    Engine e(config(), [&] { return clock.now; });
+    CHECK(e.stale_reason() == "inventory not yet in sync with the Kubernetes API server");
+    e.publish(std::make_shared<const Inventory>(Inventory::build(slices("node1"), {})), false);
+    auto ex = e.exclusion("node1", nullptr, true);
+    CHECK(ex.state == ViewState::Unavailable);
+    CHECK(ex.reason == "inventory not yet in sync with the Kubernetes API server");
+    CHECK(e.stale_reason() == ex.reason);
+
+    e.mark_fresh();  // at tick 0 of the clock: still a sync
+    CHECK(e.stale_reason() == std::nullopt);
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Ready);
+    clock.now += std::chrono::seconds(31);
+    CHECK(e.stale_reason() == "inventory is 31s old (StaleAfter=30s): API server unreachable?");
+}
+
 TEST_CASE("what pods hold is kept out, in Slurm core and GRES indices") {
     Engine e(config());
     auto sl = slices("node1");
