@@ -119,6 +119,18 @@ void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
         log_.error(error);
 }
 
+// Kubernetes nodes take jobs only while the view is in sync: say when that
+// starts and stops, once each time (the reason is the one job_test gives).
+void EngineFeed::log_sync_change() {
+    const std::optional<std::string> stale = engine_->stale_reason();
+    if (!stale == in_sync_) return;
+    in_sync_ = !stale;
+    if (in_sync_)
+        log_.info("view in sync with the Kubernetes API server: Kubernetes nodes take jobs");
+    else
+        log_.info("view out of sync: " + *stale + "; Kubernetes nodes take no new jobs");
+}
+
 // Only the nodes whose slices or claims changed since the last inventory are
 // rebuilt (all of them, in one pass, for the first view).
 void EngineFeed::rebuild(const Snapshot &snap) {
@@ -174,6 +186,7 @@ void EngineFeed::run() {
                 rebuild(*snap);
             else if (published_version_ && healthy())
                 engine_->mark_fresh();
+            log_sync_change();
             if (engine_->config()->node_discovery) publish_nodes(*snap);
             const auto now = std::chrono::steady_clock::now();
             if (view_pending_ && now - last_view_ >= kViewInterval) {

@@ -43,6 +43,7 @@ private:
     void run();
     void rebuild(const Snapshot &snap);
     void publish_nodes(const Snapshot &snap);
+    void log_sync_change();
     void write_view(const Inventory &inv, uint64_t version);
     bool healthy();
 
@@ -65,6 +66,7 @@ private:
     std::chrono::steady_clock::time_point last_reconcile_{};
     std::chrono::steady_clock::time_point last_view_{};
     bool view_pending_ = false;
+    bool in_sync_ = false;  // as last logged
     std::thread thread_;
 };
 

@@ -523,6 +523,21 @@ class Cluster:
             self.down()
             raise
 
+    def wait_k8s_in_sync(self, timeout=60):
+        """Until the plugin's last word on its view is that it is in sync
+        (before that, and while stale, Kubernetes nodes take no new jobs
+        and slurmctld refuses core reservations on them)."""
+        log = self.run_dir / "log" / "slurmctld.log"
+
+        def in_sync():
+            try:
+                text = log.read_text(errors="replace")
+            except OSError:
+                return False
+            return text.rfind("view in sync with the Kubernetes API server") > text.rfind("view out of sync: ")
+        wait_for(in_sync, timeout=timeout, what="the plugin's view to be in sync",
+                 on_timeout=lambda: self.tail("log/slurmctld.log"))
+
     def node_states(self) -> dict:
         res = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False, timeout=20)
         states = {}

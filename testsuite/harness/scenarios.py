@@ -114,7 +114,7 @@ def api_server_down_then_back(c):
     try:
         def stale_now():
             new = log.read_bytes()[since:].decode(errors="replace")
-            return "inventory is" in new and "API server unreachable" in new
+            return "view out of sync: inventory is" in new and "API server unreachable" in new
         wait_for(stale_now, timeout=60, what="the plugin to call its view stale")
         # Kubernetes nodes take no new work; the plain node does.
         k8s_job = sbatch(c, "-w", "kube-a", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
@@ -129,6 +129,11 @@ def api_server_down_then_back(c):
         reset_faults(c)
 
     wait_job(c, k8s_job, states={"RUNNING"}, timeout=90)
+
+    def in_sync_again():
+        after = log.read_bytes()[since:].decode(errors="replace")
+        return after.rfind("view in sync with the Kubernetes API server") > after.find("view out of sync: ")
+    wait_for(in_sync_again, timeout=15, what="the log to say the view is in sync again")
     wait_for(lambda: job_claims(c, k8s_job), timeout=60, what="the new job's claim after recovery")
     wait_for(lambda: not job_claims(c, before), timeout=90, what="the ended job's claim to be deleted")
     assert not job_claims(c, plain_job), "a plain Slurm node gets no claim"
@@ -191,6 +196,9 @@ def reserved_cores_kept(c, scontrol, node="k8s-n3"):
     jobs outside it, steered by the engine or not, never get its cores,
     and its own job runs. scontrol(*args) creates it (22.05 needs a client
     shim, test_parity.py)."""
+    # Right after start-up the plugin may not be in sync yet, and slurmctld
+    # then finds the node's cores busy ("Requested nodes are busy").
+    c.wait_k8s_in_sync()
     scontrol("create", "reservation", "ReservationName=hold4", f"Nodes={node}",
              "CoreCnt=4", "StartTime=now", "Duration=30", "Users=root")
     try:
