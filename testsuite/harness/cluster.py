@@ -559,15 +559,21 @@ class Cluster:
 
     def down(self, timeout=30):
         pids = self._pids()
-        for pid in pids.values():
-            if self._alive_ours(pid):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and any(self._alive_ours(p) for p in pids.values()):
-            time.sleep(0.1)
+        # slurmds first, while slurmctld still answers: a batch step that
+        # was just cancelled reports its end and exits. Stopped together,
+        # the step retries that report every 15 s and its slurmd waits for
+        # it (the whole 30 s here after a test's final scancel).
+        slurmds = [p for name, p in pids.items() if name.startswith("slurmd.")]
+        for group, until in ((slurmds, min(deadline, time.monotonic() + 10)), (list(pids.values()), deadline)):
+            for pid in group:
+                if self._alive_ours(pid):
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+            while time.monotonic() < until and any(self._alive_ours(p) for p in group):
+                time.sleep(0.1)
         # Whatever is left of this run (slurmstepd, job processes, a stuck
         # daemon) carries our run mark; nothing else is touched.
         for pid in marked_processes(self.run_dir):
