@@ -17,11 +17,12 @@
 #include "k8s_view.h"
 
 #define PREFIX "select/k8s_cons_tres: "
-/* Candidates scored per job_test, in node order. Each is scored within the
- * engine's search budget and most come from its kept choices, but the
- * per-node work here (busy cores and GPUs from Slurm's bitmaps) is linear:
- * 1024 nodes cost about 1 ms, all of 15,000 12-20 ms, too long to hold
- * slurmctld's locks for every job. */
+/* Nodes scored per job: only the nodes cons_tres already chose for it (the
+ * caller runs its job_test first), so the cost grows with the job's node
+ * count, not the cluster's. Each is scored within the engine's search
+ * budget, mostly from its kept choices; the per-node reading of Slurm's
+ * bitmaps is linear (about 1 us a node). Nodes of a job past the first 1024
+ * keep cons_tres's own cores, Kubernetes still kept out. */
 #define STEER_MAX_NODES 1024
 #define MAX_CORES 1024
 #define MAX_GPUS 64

@@ -1,11 +1,12 @@
 /*
  * k8s_steer.h - topology-aware choice on Kubernetes nodes, reached through
- * cons_tres by narrower exclusion: for each candidate node the core engine
- * picks the cores (fewest NUMA nodes, L3 groups, sockets) and GPUs (aligned
- * with them); every other core of that node is excluded for a first
- * job_test, in which cons_tres still chooses the nodes by its own policy.
- * If that fails the caller falls back to the plain exclusion. At job_begin the GPUs cons_tres
- * selected are replaced by the engine's when they are truly free.
+ * cons_tres by narrower exclusion: cons_tres first chooses the nodes by its
+ * own policy; then, on each node it chose, the core engine picks the cores
+ * (fewest NUMA nodes, L3 groups, sockets) and GPUs (aligned with them), and
+ * every other core of that node is excluded for a second job_test on those
+ * nodes only. If that one fails or picks other nodes, the caller keeps
+ * cons_tres's first choice. At job_begin the GPUs cons_tres selected are
+ * replaced by the engine's when they are truly free.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
