@@ -145,3 +145,29 @@ def test_a_node_no_job_had_just_left_stays_a_difference():
     # the plugin avoided node3, where nothing had ended
     a, b = srun_loop("node3", 150), srun_loop("node1", 23)
     assert completion_races(a, b) == set()
+
+
+def cancelled(job_id, nodes, state="CANCELLED"):
+    return Job(job_id, name="hostname", state=state, nodes=nodes,
+               per_node={nodes: ([0, 1], [])} if nodes else {})
+
+
+def test_a_job_the_test_cancelled_before_it_started_is_a_cancel_race():
+    # test38.18 on 25.11.7: job #37 started under the plugin before the
+    # test's scancel, under cons_tres it was still pending
+    a = {"jobs": [cancelled(1, "node1"), cancelled(2, "")], "log": [(1, "node1")]}
+    b = {"jobs": [cancelled(1, "node1"), cancelled(2, "node1")], "log": [(1, "node1"), (2, "node1")]}
+    for x, y in ((a, b), (b, a)):
+        c = compare_test(Fx(), x, y)
+        assert c["node_diffs"] == [] and c["compared"] == 1
+        assert any("#2" in n and "cancel race" in n for n in c["notes"])
+
+
+def test_a_job_that_never_started_without_a_cancel_stays_a_difference():
+    a = {"jobs": [cancelled(1, "node1", "COMPLETED")], "log": [(1, "node1")]}
+    b = {"jobs": [cancelled(1, "", "PENDING")], "log": []}
+    assert compare_test(Fx(), a, b)["node_diff_jobs"] == [1]
+    # both cancelled, but on other nodes: a real difference
+    a = {"jobs": [cancelled(1, "node1")], "log": []}
+    b = {"jobs": [cancelled(1, "node2")], "log": []}
+    assert compare_test(Fx(), a, b)["node_diff_jobs"] == [1]

@@ -272,6 +272,18 @@ class SuiteRun:
                      timeout=90, interval=0.5, what="every node idle")
         except WaitTimeout as e:
             self.log(f"  [{self.select}] warning: {e}")
+        # The tests count only "idle" nodes (get_nodes_by_state): test39.5
+        # sized its jobs by 2 GPUs instead of 3 when node5 was still plnd.
+        # Backfill clears plnd at its next cycle (bf_interval, 30 s), which
+        # the cancels above trigger.
+        t0 = time.monotonic()
+        try:
+            wait_for(lambda: all(s.rstrip("*") == "idle" for s in c.node_states().values()),
+                     timeout=45, interval=0.5, what="no node planned by backfill")
+        except WaitTimeout as e:
+            self.log(f"  [{self.select}] warning: {e}")
+        if time.monotonic() - t0 > 2:
+            self.log(f"  [{self.select}] waited {time.monotonic() - t0:.0f}s for backfill to clear plnd nodes")
 
     def to_json(self) -> dict:
         return {name: {"result": r.result, "seconds": round(r.seconds, 1), "message": r.message,
