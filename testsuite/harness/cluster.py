@@ -185,6 +185,12 @@ class Cluster:
         # slurmctld, slurmd, slurmstepd, srun, sinfo and scontrol all load
         # the select plugin (see testsuite/integration/test_asan_plugin.py).
         self.extra_env = {}
+        # A plugin file slurmd (and so its slurmstepd) loads instead of the
+        # one in PluginDir, bind-mounted over it in slurmd's own mount
+        # namespace, and extra_env's keys slurmd runs without. Set before
+        # up(). slurm.conf stays one file: no config hash mismatch.
+        self.slurmd_plugin = None
+        self.slurmd_env_drop = ()
         # Address the test API server listens on (its certificate names it
         # too). harness/ha.py sets a veth address so that a backup
         # slurmctld in another network namespace reaches the server.
@@ -337,9 +343,9 @@ class Cluster:
         (etc / "gres.conf").write_text("\n".join(gres) + "\n")
 
     # ---- processes ----------------------------------------------------------
-    def _spawn(self, name: str, cmd: list) -> int:
+    def _spawn(self, name: str, cmd: list, env=None) -> int:
         log = open(self.run_dir / "log" / f"{name}.out", "ab")
-        proc = subprocess.Popen(cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, env=env or self.env(), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         (self.run_dir / "pids").mkdir(exist_ok=True)
@@ -373,7 +379,16 @@ class Cluster:
             wait_for(lambda: not self._alive_ours(pid), timeout=30, what="slurmctld to exit")
 
     def start_slurmd(self, node: str):
-        self._spawn(f"slurmd.{node}", [self.release.daemon("slurmd"), "-D", "-N", node])
+        cmd = [self.release.daemon("slurmd"), "-D", "-N", node]
+        if not self.slurmd_plugin:
+            self._spawn(f"slurmd.{node}", cmd)
+            return
+        env = {k: v for k, v in self.env().items() if k not in self.slurmd_env_drop}
+        # unshare and sh exec: the pid recorded is slurmd's own.
+        self._spawn(f"slurmd.{node}", [
+            "unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
+            str(self.slurmd_plugin), str(self.run_dir / "plugins" / PLUGIN_NAME), *cmd], env=env)
 
     @property
     def apiserver_dir(self) -> Path:
