@@ -181,16 +181,16 @@ class Cluster:
         # Extra environment for every process of this cluster: the daemons,
         # the client commands run() starts and, through them, slurmstepd and
         # the jobs. Set it before up(). For a sanitizer-built plugin this
-        # carries LD_PRELOAD of the runtime, which every one of them needs:
-        # slurmctld, slurmd, slurmstepd, srun, sinfo and scontrol all load
-        # the select plugin (see testsuite/integration/test_asan_plugin.py).
+        # carries LD_PRELOAD of the runtime, which every process that loads
+        # it needs: slurmctld, srun, sinfo and scontrol all load the select
+        # plugin (see testsuite/integration/test_asan_plugin.py).
         self.extra_env = {}
         # A plugin file slurmd (and so its slurmstepd) loads instead of the
         # one in PluginDir, bind-mounted over it in slurmd's own mount
-        # namespace, and extra_env's keys slurmd runs without. Set before
-        # up(). slurm.conf stays one file: no config hash mismatch.
+        # namespace; such a slurmd runs without extra_env, which is for the
+        # plugin it does not load. Set before up(). slurm.conf stays one
+        # file: no config hash mismatch.
         self.slurmd_plugin = None
-        self.slurmd_env_drop = ()
         # Address the test API server listens on (its certificate names it
         # too). harness/ha.py sets a veth address so that a backup
         # slurmctld in another network namespace reaches the server.
@@ -232,14 +232,15 @@ class Cluster:
     def state(self) -> dict:
         return json.loads(self.state_file.read_text())
 
-    def env(self) -> dict:
+    def env(self, extra: bool = True) -> dict:
         env = dict(os.environ)
         env["SLURM_CONF"] = str(self.slurm_conf)
         env[RUN_MARK] = str(self.run_dir)
         kube = self.run_dir / "apiserver" / "kubeconfig"
         if kube.exists():
             env["KUBECONFIG"] = str(kube)
-        env.update(self.extra_env)
+        if extra:
+            env.update(self.extra_env)
         return self.release.env(env)
 
     def run(self, *cmd, check=True, timeout=60, **kw) -> subprocess.CompletedProcess:
@@ -383,12 +384,12 @@ class Cluster:
         if not self.slurmd_plugin:
             self._spawn(f"slurmd.{node}", cmd)
             return
-        env = {k: v for k, v in self.env().items() if k not in self.slurmd_env_drop}
         # unshare and sh exec: the pid recorded is slurmd's own.
         self._spawn(f"slurmd.{node}", [
             "unshare", "--mount", "--propagation", "private", "sh", "-c",
             'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
-            str(self.slurmd_plugin), str(self.run_dir / "plugins" / PLUGIN_NAME), *cmd], env=env)
+            str(self.slurmd_plugin), str(self.run_dir / "plugins" / PLUGIN_NAME), *cmd],
+            env=self.env(extra=False))
 
     @property
     def apiserver_dir(self) -> Path:

@@ -82,7 +82,6 @@ def asan_cluster():
         "UBSAN_OPTIONS": f"log_path={reports}/ubsan:print_stacktrace=1:halt_on_error=1",
     }
     c.slurmd_plugin = find_plugin()
-    c.slurmd_env_drop = tuple(c.extra_env)
     try:
         c.up(str(FIXTURES / "demo.json"), plugin=plugin)
         yield c
