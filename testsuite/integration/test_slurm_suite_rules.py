@@ -7,7 +7,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from slurm_suite.placement import Job, compare_test, completion_races, timed_events, timing_ties  # noqa: E402
+from slurm_suite.placement import (Job, compare_test, completion_races, parse_show_job, timed_events,  # noqa: E402
+                                   timing_ties)
 
 
 def attempt(*nodes):
@@ -147,9 +148,9 @@ def test_a_node_no_job_had_just_left_stays_a_difference():
     assert completion_races(a, b) == set()
 
 
-def cancelled(job_id, nodes, state="CANCELLED"):
+def cancelled(job_id, nodes, state="CANCELLED", pending_s=0):
     return Job(job_id, name="hostname", state=state, nodes=nodes,
-               per_node={nodes: ([0, 1], [])} if nodes else {})
+               per_node={nodes: ([0, 1], [])} if nodes else {}, submitted=1000.0, ended=1000.0 + pending_s)
 
 
 def test_a_job_the_test_cancelled_before_it_started_is_a_cancel_race():
@@ -161,6 +162,35 @@ def test_a_job_the_test_cancelled_before_it_started_is_a_cancel_race():
         c = compare_test(Fx(), x, y)
         assert c["node_diffs"] == [] and c["compared"] == 1
         assert any("#2" in n and "cancel race" in n for n in c["notes"])
+
+
+def test_a_job_done_before_the_cancel_came_is_a_cancel_race():
+    # test38.18 (24.11.5's tests) on 26.05.3: job #31, sbatch --wrap=hostname,
+    # ran to its end under the plugin before the scancel, under cons_tres
+    # the scancel found it pending
+    a = {"jobs": [cancelled(1, "", pending_s=1)], "log": []}
+    b = {"jobs": [cancelled(1, "node1", "COMPLETED")], "log": [(1, "node1")]}
+    for x, y in ((a, b), (b, a)):
+        c = compare_test(Fx(), x, y)
+        assert c["node_diff_jobs"] == [] and any("cancel race" in n for n in c["notes"])
+
+
+def test_a_job_cancelled_after_pending_a_while_stays_a_difference():
+    # pending for a minute under one select: it waited for resources
+    a = {"jobs": [cancelled(1, "", pending_s=60)], "log": []}
+    b = {"jobs": [cancelled(1, "node1", "COMPLETED")], "log": [(1, "node1")]}
+    assert compare_test(Fx(), a, b)["node_diff_jobs"] == [1]
+    # no times known: no excuse either
+    a["jobs"][0].submitted = None
+    assert compare_test(Fx(), a, b)["node_diff_jobs"] == [1]
+
+
+def test_show_job_gives_submit_and_end_times():
+    text = ("JobId=7 JobName=wrap\n   JobState=CANCELLED Reason=None Dependency=(null)\n"
+            "   SubmitTime=2026-12-04T10:00:00 EligibleTime=2026-12-04T10:00:00\n"
+            "   StartTime=2026-12-04T10:00:02 EndTime=2026-12-04T10:00:02 Deadline=N/A\n")
+    j = parse_show_job(text, lambda h: [h])[7]
+    assert j.state == "CANCELLED" and j.ended - j.submitted == 2
 
 
 def test_a_job_that_never_started_without_a_cancel_stays_a_difference():

@@ -36,6 +36,12 @@ DONE_RE = re.compile(r"_job_complete: JobId=(\d+) done")
 # there reports back (COMPLETING; tens of ms on loopback): a job placed this
 # soon after may be sent elsewhere under either select.
 COMPLETING_S = 0.5
+# A test that cancels a job right after submitting it (test38.18: sbatch,
+# scontrol show job, scancel) may find it still pending or already started,
+# under either select. A job cancelled while pending longer than this was
+# waiting for resources, which is a difference.
+CANCEL_RACE_S = 5
+TIME_RE = re.compile(r"\b(SubmitTime|EndTime)=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
 
 
 @dataclass
@@ -48,6 +54,9 @@ class Job:
     per_node: dict = field(default_factory=dict)
     # what it asked for (ReqTRES, TresPer*), shown when it differs
     req: str = ""
+    # SubmitTime and EndTime, epoch seconds (None: unknown or not yet)
+    submitted: float = None
+    ended: float = None
 
 
 def parse_show_job(text: str, hostnames) -> dict:
@@ -71,6 +80,12 @@ def parse_show_job(text: str, hostnames) -> dict:
         m = re.match(r"^\s+NodeList=(\S+)", line)
         if m:
             cur.nodes = m.group(1)
+        for m in TIME_RE.finditer(line):
+            t = datetime.fromisoformat(m.group(2)).timestamp()
+            if m.group(1) == "SubmitTime":
+                cur.submitted = t
+            else:
+                cur.ended = t
         for m in re.finditer(r"\b(ReqTRES|TresPer\w+)=(\S+)", line):
             cur.req = " ".join(filter(None, (cur.req, f"{m.group(1)}={m.group(2)}")))
         m = DETAIL_RE.match(line)
@@ -154,10 +169,15 @@ def completion_races(a: dict, b: dict) -> set:
 
 def cancelled_before_start(x: Job, y: Job) -> bool:
     """Whether the two runs of one job differ only in whether the test's
-    cancel came before the job started: both ended CANCELLED and one never
-    had nodes. test38.18 cancels every het job right after submitting it,
-    without waiting for it to start, so either select may start it first."""
-    return x.state == y.state == "CANCELLED" and (not x.per_node) != (not y.per_node)
+    cancel came before the job started: under one select it never had nodes
+    and was cancelled within CANCEL_RACE_S of its submission; under the
+    other it started, and may have ended any way (test38.18's
+    `sbatch --wrap=hostname` is often done before the scancel comes)."""
+    if (not x.per_node) == (not y.per_node):
+        return False
+    pending = y if x.per_node else x
+    return pending.state == "CANCELLED" and pending.submitted is not None and pending.ended is not None \
+        and 0 <= pending.ended - pending.submitted <= CANCEL_RACE_S
 
 
 def spread(fx_node, cpu_ids) -> tuple:
