@@ -244,6 +244,9 @@ class Cluster:
         return self.release.env(env)
 
     def run(self, *cmd, check=True, timeout=60, **kw) -> subprocess.CompletedProcess:
+        # in the run directory: a batch job's default slurm-N.out lands
+        # there, not in the checkout
+        kw.setdefault("cwd", self.run_dir)
         res = subprocess.run(list(cmd), env=self.env(), capture_output=True, text=True,
                              timeout=timeout, **kw)
         if check and res.returncode != 0:
