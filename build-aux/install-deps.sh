@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Install exactly the Debian packages this project needs to build, test and
 # run its local cluster (clang and its compiler-rt for the libFuzzer targets of
-# testsuite/run-fuzz; gcc's ASan/UBSan/TSan runtimes come with g++).
+# testsuite/run-fuzz; gcc's ASan/UBSan/TSan runtimes come with g++; ccache
+# keeps compiled objects between runs, see testsuite/run-tests).
 # expect and patch run SchedMD's regression tests (testsuite/slurm-suite).
 # Idempotent: does nothing when all are present.
 # Run as root on Debian 12.
@@ -13,7 +14,7 @@ PACKAGES="
   libcurl4-openssl-dev rapidjson-dev libhwloc-dev hwloc libyaml-cpp-dev catch2
   libslurm-dev slurmctld slurmd slurm-client slurm-wlm-basic-plugins
   python3 python3-pytest python3-pytest-xdist python3-yaml openssl ca-certificates procps
-  binutils clang libclang-rt-14-dev
+  binutils clang libclang-rt-14-dev ccache
   expect patch
 "
 
