@@ -41,12 +41,16 @@ jobs of the stream's GPU shapes, read while they run.
     testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
         [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
         [--baseline created|static] [--only SELECT]
+
+K8S_BENCH_PERF=PREFIX records slurmctld with `perf record` over each
+stream into PREFIX.SELECT.NODES (`perf report -i FILE --no-children`).
 """
 import argparse
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -290,6 +294,24 @@ def gpu_sample(c, count: int) -> dict:
     return {"gpu_jobs": q["gpu_jobs"], "gpu_aligned": q["gpu_aligned"]}
 
 
+def start_perf(c, select: str, nodes: int):
+    """With K8S_BENCH_PERF=PREFIX: `perf record` of slurmctld over the
+    stream into PREFIX.SELECT.NODES (call graphs from DWARF: Slurm builds
+    without frame pointers). A profile, not a figure: it slows the run."""
+    prefix = os.environ.get("K8S_BENCH_PERF")
+    if not prefix:
+        return None
+    out = f"{prefix}.{select}.{nodes}"
+    return subprocess.Popen(["perf", "record", "-q", "-F", "49", "--call-graph", "dwarf,16384", "-o", out,
+                             "-p", str(c._pids()["slurmctld"])], stdout=subprocess.DEVNULL)
+
+
+def stop_perf(proc):
+    if proc is not None:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=300)
+
+
 def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool,
         baseline: str = "created") -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
@@ -308,6 +330,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         cpu0 = cpu_now(c)
         t0 = time.monotonic()
         stream.start()
+        prof = start_perf(c, select, nodes)
         last, last_change = -1, time.monotonic()
         while True:
             c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
@@ -324,6 +347,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
             time.sleep(0.25)
         elapsed = time.monotonic() - t0
         cpu1 = cpu_now(c)
+        stop_perf(prof)
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
         result = {"select": select, "baseline": baseline, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
