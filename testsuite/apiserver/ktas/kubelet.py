@@ -57,17 +57,30 @@ class PodState:
 
 
 class NodeAgents:
+    """The agents of every node, woken by store events.  A pass works on
+    the nodes the events since the last one touched (a pod bound there, a
+    claim one of its pending pods waits for), so that its cost follows the
+    changes, not the node count (a kubelet sees only its own node); a
+    change of any slice (which node owns which pool) makes a full pass."""
+
     def __init__(self, app):
         self.app, self.api, self.store = app, app.api, app.store
         self.lock = threading.Lock()     # the agents' state; before store.lock
         self.agents = {}                 # node -> NodeAgent
         self.cond = threading.Condition()
-        self.dirty, self.busy, self.stopping = True, False, False
+        # work to do (under cond): every node, or these nodes
+        self.full, self.dirty_nodes = True, set()
+        self.busy, self.stopping = False, False
+        self.claims_in_pass = set()   # claims written while a pass ran
         self.relevant_rv = 0   # newest event an agent may act on
         self.done_rv = 0       # store RV of the last finished pass
-        self.waiting_claims = frozenset()   # claims pending pods name
-        self._parsed = {}      # key -> (rv, obj): parse each version once
+        self.waiting = {}      # ns/name of a claim -> nodes waiting for it
+        self._waiting_by_node = {}   # node -> claims its pending pods want
+        # key -> (rv, obj): parse each version once
+        self._parsed_slices, self._parsed_pods = {}, {}
         self._inventories = {}             # node -> (slice versions, inv)
+        self._slices = {}      # node -> [(entry, slice)], from a full pass
+        self._pool_nodes = {}  # (driver, pool) -> node, from a full pass
         self.store.listeners.append(self._on_event)
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name="node-agents")
@@ -80,23 +93,31 @@ class NodeAgents:
             self.stopping = True
             self.cond.notify()
 
+    @property
+    def dirty(self):
+        return self.full or bool(self.dirty_nodes)
+
     def _on_event(self, ev):
-        """Under the store lock: only take note.  Wakes the agents for what
-        they could act on, so that claim writes of running jobs (the
-        plugin's benchmarks) cost the server nothing more."""
-        nodes = [e.fields.get("spec.nodeName") for e in (ev.entry, ev.old)
-                 if e is not None]
-        if ev.rtype is RESOURCE_SLICES:
-            relevant = any(nodes)
-        elif ev.rtype is PODS:
-            relevant = any(n in self.agents for n in nodes)
-        elif ev.rtype is RESOURCE_CLAIMS:
-            relevant = ev.entry.key in self.waiting_claims
-        else:
-            return
+        """Under the store lock: only take note of the nodes to look at
+        again, so that claim writes of running jobs (the plugin's
+        benchmarks) cost the server nothing more."""
+        nodes = {e.fields.get("spec.nodeName") for e in (ev.entry, ev.old)
+                 if e is not None} - {None}
         with self.cond:
-            if relevant or self.busy or self.dirty:
-                self.dirty, self.relevant_rv = True, ev.rv
+            if ev.rtype is RESOURCE_SLICES:
+                self.full = self.full or bool(nodes)
+            elif ev.rtype is PODS:
+                # while a pass runs, its new agents may want the pod too
+                self.dirty_nodes |= {n for n in nodes
+                                     if self.busy or n in self.agents}
+            elif ev.rtype is RESOURCE_CLAIMS:
+                self.dirty_nodes |= self.waiting.get(ev.entry.key, set())
+                if self.busy:   # the pass may wait for it only from now on
+                    self.claims_in_pass.add(ev.entry.key)
+            else:
+                return
+            if self.dirty or self.busy:
+                self.relevant_rv = ev.rv
                 self.cond.notify()
 
     def owns(self, node):
@@ -121,64 +142,98 @@ class NodeAgents:
                     self.cond.wait(2.0)   # events wake it; this is a backstop
                 if self.stopping:
                     return
-                self.dirty, self.busy = False, True
+                full, nodes = self.full, self.dirty_nodes
+                self.full, self.dirty_nodes = False, set()
+                self.busy, self.claims_in_pass = True, set()
             rv = 0
             try:
-                rv = self.reconcile()
+                rv = self.reconcile(full, nodes)
             except Exception:   # keep the agents alive; the log says why
                 traceback.print_exc()
             with self.cond:
                 self.busy = False
                 self.done_rv = max(self.done_rv, rv)
+                # claims written during the pass that it now waits for
+                for key in self.claims_in_pass:
+                    self.dirty_nodes |= self.waiting.get(key, set())
+                if not rv:   # failed: all again, after the backstop's wait
+                    self.cond.wait(2.0)
+                    self.full = True
 
-    def reconcile(self):
-        """One pass of every agent over one snapshot; returns its RV."""
+    def reconcile(self, full=True, dirty=()):
+        """One pass over one snapshot: every agent, or those of the nodes
+        in `dirty`; returns the snapshot's RV."""
         with self.lock:
             with self.store.lock:
                 rv = self.store.rv
-                slices = [(e, self._obj(e)) for e in
-                          self._entries(RESOURCE_SLICES)
-                          if e.fields.get("spec.nodeName")]
-                nodes = {e.fields["spec.nodeName"] for e, _ in slices} | \
-                    set(self.agents)
-                pod_entries = [e for e in self._entries(PODS)
-                               if e.fields.get("spec.nodeName") in nodes]
-                pods = [self._obj(e) for e in pod_entries]
-            live = {e.key for e, _ in slices} | {e.key for e in pod_entries}
-            self._parsed = {k: v for k, v in self._parsed.items()
-                            if k in live}
-            pool_nodes, by_node = {}, {}
-            for e, s in slices:
-                spec = s["spec"]
-                pool_nodes[(spec.get("driver"),
-                            (spec.get("pool") or {}).get("name"))] = \
-                    spec["nodeName"]
-                by_node.setdefault(spec["nodeName"], []).append((e, s))
-            for node in sorted(by_node):
-                if node not in self.agents:
-                    entry = self.store.get(NODES, node)
-                    self.agents[node] = NodeAgent(
-                        self, node, len(self.agents) + 1,
-                        entry.obj() if entry else None)
-            waiting = set()
-            for node, agent in self.agents.items():
-                agent.reconcile(self._inventory(node, by_node.get(node, [])),
-                                [p for p in pods
-                                 if p["spec"].get("nodeName") == node],
-                                pool_nodes)
-                waiting |= agent.waiting_claims()
-            self.waiting_claims = frozenset(waiting)
+                if full:
+                    slices = [(e, self._obj(e, self._parsed_slices))
+                              for e in self._entries(RESOURCE_SLICES)
+                              if e.fields.get("spec.nodeName")]
+                    nodes = {e.fields["spec.nodeName"] for e, _ in slices} \
+                        | set(self.agents)
+                else:
+                    nodes = {n for n in dirty if n in self.agents}
+                pod_table = self.store.tables[PODS.name]
+                pods = [self._obj(e, self._parsed_pods)
+                        for e in self._entries(PODS)
+                        if e.fields.get("spec.nodeName") in nodes]
+                self._parsed_pods = {k: v for k, v in
+                                     self._parsed_pods.items()
+                                     if k in pod_table.entries}
+            if full:
+                self._index_slices(slices)
+            by_node = {}
+            for p in pods:
+                by_node.setdefault(p["spec"]["nodeName"], []).append(p)
+            for agent in sorted((self.agents[n] for n in nodes),
+                                key=lambda a: a.index):
+                node = agent.node
+                agent.reconcile(self._inventory(node,
+                                                self._slices.get(node, [])),
+                                by_node.get(node, []), self._pool_nodes)
+                wanted = agent.waiting_claims()
+                if wanted:
+                    self._waiting_by_node[node] = wanted
+                else:
+                    self._waiting_by_node.pop(node, None)
+            waiting = {}
+            for node, claims in self._waiting_by_node.items():
+                for key in claims:
+                    waiting.setdefault(key, set()).add(node)
+            with self.cond:
+                self.waiting = waiting
             return rv
+
+    def _index_slices(self, slices):
+        """A full pass: each node's slices, pool owners, new agents."""
+        self._pool_nodes, self._slices = {}, {}
+        for e, s in slices:
+            spec = s["spec"]
+            self._pool_nodes[(spec.get("driver"),
+                              (spec.get("pool") or {}).get("name"))] = \
+                spec["nodeName"]
+            self._slices.setdefault(spec["nodeName"], []).append((e, s))
+        live = {e.key for e, _ in slices}
+        self._parsed_slices = {k: v for k, v in self._parsed_slices.items()
+                               if k in live}
+        for node in sorted(self._slices):
+            if node not in self.agents:
+                entry = self.store.get(NODES, node)
+                self.agents[node] = NodeAgent(
+                    self, node, len(self.agents) + 1,
+                    entry.obj() if entry else None)
 
     def _entries(self, rtype):
         table = self.store.tables[rtype.name]
         return [table.entries[k] for k in table.keys]
 
-    def _obj(self, entry):
+    @staticmethod
+    def _obj(entry, cache):
         """The entry's object, parsed once per version (read-only!)."""
-        hit = self._parsed.get(entry.key)
+        hit = cache.get(entry.key)
         if hit is None or hit[0] != entry.rv:
-            hit = self._parsed[entry.key] = (entry.rv, entry.obj())
+            hit = cache[entry.key] = (entry.rv, entry.obj())
         return hit[1]
 
     def _inventory(self, node, slices):
@@ -197,6 +252,7 @@ class NodeAgent:
         """node_obj: the Node, if registered: its InternalIP and podCIDR
         are the agent's host and pod addresses."""
         self.mgr, self.api, self.node = mgr, mgr.api, node
+        self.index = index
         node_obj = node_obj or {}
         self.host_ip = nodes.address(node_obj, "InternalIP", None) or \
             nodes.host_ip(index)
