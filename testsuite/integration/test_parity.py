@@ -159,3 +159,30 @@ def test_what_slurm_asks_of_the_select_plugins_name_and_id(k8s_cluster):
         assert sum(len(a.gpu_idx) for a in job_allocations(k8s_cluster, per_task)) == 2
     finally:
         k8s_cluster.run("scancel", str(hetero), str(per_task), check=False)
+
+
+def test_the_next_job_gets_the_devices_a_job_just_freed(k8s_cluster):
+    """Right after a job ends, the next job_test sees its cores and GPUs
+    free: job_fini updates what the engine counts as held by Slurm jobs,
+    under the lock slurmctld already holds there. A job that waits for the
+    first (afterany: its first job_test comes just after the first's
+    job_fini) with the same shape on the same idle node gets exactly the
+    first job's CPUs and GPUs, the node's best and, as under cons_tres, its
+    first free ones. With a stale view the engine would count the first
+    job's cores as busy and send the second to the next NUMA node.
+    k8s-n4 has no pod holding anything."""
+    node = "k8s-n4"
+    shape = ["-w", node, "-N1", "-n1", "-c16", "--gpus-per-node=2", "-o", "/dev/null"]
+    first = sbatch(k8s_cluster, *shape, "--wrap", "sleep 2")
+    second = sbatch(k8s_cluster, *shape, f"--dependency=afterany:{first}", "--wrap", "sleep 60")
+    try:
+        a = wait_for(lambda: show_job(k8s_cluster, first).get("JobState") == "RUNNING"
+                     and job_allocations(k8s_cluster, first), timeout=60, what="the first job to run")
+        b = wait_for(lambda: show_job(k8s_cluster, second).get("JobState") == "RUNNING"
+                     and job_allocations(k8s_cluster, second), timeout=60, what="the second job to run")
+        assert (b[0].cpu_ids, b[0].gpu_idx) == (a[0].cpu_ids, a[0].gpu_idx), \
+            f"first job {a}, the one right after it {b}"
+        assert a[0].gpu_idx == [0, 1] and a[0].cpu_ids == list(range(16)), \
+            f"the first job has NUMA node 0 and its GPUs: {a}"
+    finally:
+        k8s_cluster.run("scancel", str(first), str(second), check=False)
