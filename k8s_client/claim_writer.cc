@@ -2,6 +2,7 @@
 #include "k8s_client/claim_writer.h"
 
 #include "k8s_client/api_status.h"
+#include "k8s_client/thread_name.h"
 
 namespace k8sdra::k8s {
 
@@ -186,6 +187,7 @@ std::optional<ClaimWriter::Op> ClaimWriter::next() {
 }
 
 void ClaimWriter::run() {
+    name_this_thread("k8s_claims");
     Client client(cfg_, token_, opts_.client, stop_, log_);
     while (std::optional<Op> op = next()) {
         ClaimOpResult res;

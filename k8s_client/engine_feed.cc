@@ -3,6 +3,7 @@
 
 #include "core/k8sdra.h"
 #include "k8s_client/claim_json.h"
+#include "k8s_client/thread_name.h"
 #include "k8s_client/view_json.h"
 
 #include <cctype>
@@ -169,6 +170,7 @@ void EngineFeed::rebuild(const Snapshot &snap) {
 }
 
 void EngineFeed::run() {
+    name_this_thread("k8s_feed");
     std::unique_lock lock(mu_);
     while (!stopping_) {
         cv_.wait_for(lock, std::chrono::seconds(1), [this] { return dirty_ || stopping_; });

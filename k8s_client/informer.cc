@@ -4,6 +4,7 @@
 #include "k8s_client/api_status.h"
 #include "k8s_client/json_stream.h"
 #include "k8s_client/list_page.h"
+#include "k8s_client/thread_name.h"
 
 #include <future>
 #include <system_error>
@@ -61,6 +62,7 @@ std::string Informer::query(const std::string &extra) const {
 }
 
 void Informer::run() {
+    name_this_thread("k8s_watch");
     Client client(cfg_, token_, copts_, stop_, log_);
     Backoff backoff(opts_.backoff);
     std::string rv;

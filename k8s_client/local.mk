@@ -28,6 +28,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/slice_json.cc k8s_client/slice_json.h \
 	k8s_client/snapshot.cc k8s_client/snapshot.h \
 	k8s_client/string_pool.cc k8s_client/string_pool.h \
+	k8s_client/thread_name.h \
 	k8s_client/stopper.h \
 	k8s_client/engine_feed.cc k8s_client/engine_feed.h \
 	k8s_client/inventory_update.cc k8s_client/inventory_update.h \

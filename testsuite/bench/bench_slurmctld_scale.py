@@ -40,7 +40,12 @@ jobs of the stream's GPU shapes, read while they run.
 
     testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
         [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
-        [--baseline created|static] [--only SELECT]
+        [--baseline created|static] [--only SELECT] [--state-cache DIR|none]
+
+Each side makes its nodes once per node count (scontrol create, or
+discovery); its later runs start slurmctld from the node table the first
+run saved (--state-cache), as a restarted slurmctld would, so that pairs at
+15,000 nodes do not each pay Slurm's quadratic node creation.
 
 K8S_BENCH_PERF=PREFIX records slurmctld with `perf record` over each
 stream into PREFIX.SELECT.NODES (`perf report -i FILE --no-children`).
@@ -50,9 +55,11 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -108,10 +115,25 @@ def peak_rss_mib(c) -> float:
     return float("nan")
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+def cpu_s(pid: int, tid: str = None) -> float:
+    """CPU seconds (user + system) a process (or one of its threads) has
+    used so far."""
+    stat = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
+    fields = Path(stat).read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict:
+    """CPU seconds so far of each of a process's threads, summed by name
+    (slurmctld names its threads: rpcmgr, sched, bckfl, the plugin's ...)."""
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (t / "comm").read_text().strip()
+            out[name] = out.get(name, 0.0) + cpu_s(pid, t.name)
+        except (OSError, ValueError):
+            pass  # the thread ended meanwhile
+    return out
 
 
 def cpu_now(c) -> dict:
@@ -313,13 +335,22 @@ def stop_perf(proc):
 
 
 def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool,
-        baseline: str = "created") -> dict:
+        baseline: str = "created", state_cache: Path = None) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
+    # slurmctld's saved node table of an earlier run of this side: its
+    # created or discovered nodes come back from state (as after any
+    # restart) instead of being made again, which Slurm makes quadratic
+    # (about 25 minutes at 15,000 nodes). The jobs' state is not kept.
+    cached = state_cache / f"{select}-{baseline if select == 'cons_tres' else 'discovered'}-{nodes}" \
+        if state_cache else None
+    restored = bool(cached and (cached / "node_state").is_file())
     try:
         configure(c, select, nodes, jobs, slurm, agents, baseline)
+        if restored:
+            shutil.copy2(cached / "node_state", c.run_dir / "state" / "node_state")
         t_up = time.monotonic()
         c.start_slurmctld()
-        if select == "cons_tres" and baseline == "created":
+        if select == "cons_tres" and baseline == "created" and not restored:
             create_nodes(c, nodes)
         wait_for(lambda: node_count(c) >= nodes, timeout=3600, interval=1,
                  what=f"slurmctld to have {nodes} nodes", on_timeout=lambda: c.tail("log/slurmctld.log"))
@@ -328,6 +359,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         before = api_stats(c)
         stream = Stream(c, jobs, window)
         cpu0 = cpu_now(c)
+        threads0 = thread_cpu(c._pids()["slurmctld"])
         t0 = time.monotonic()
         stream.start()
         prof = start_perf(c, select, nodes)
@@ -347,15 +379,21 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
             time.sleep(0.25)
         elapsed = time.monotonic() - t0
         cpu1 = cpu_now(c)
+        threads1 = thread_cpu(c._pids()["slurmctld"])
         stop_perf(prof)
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
         result = {"select": select, "baseline": baseline, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
+                  "nodes_from_state": restored,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
                   "peak_rss_mib": peak_rss_mib(c),
                   # what each job cost slurmctld, and the API server on the same cores
                   "ctld_cpu_ms_per_job": 1000 * (cpu1["slurmctld"] - cpu0["slurmctld"]) / jobs,
-                  "api_cpu_ms_per_job": 1000 * (cpu1["apiserver"] - cpu0["apiserver"]) / jobs}
+                  "api_cpu_ms_per_job": 1000 * (cpu1["apiserver"] - cpu0["apiserver"]) / jobs,
+                  # slurmctld's threads by name, over the stream
+                  "ctld_threads_ms_per_job": {k: round(1000 * (v - threads0.get(k, 0.0)) / jobs, 2)
+                                              for k, v in sorted(threads1.items())
+                                              if v - threads0.get(k, 0.0) >= 0.01}}
         if select == "k8s_cons_tres":
             # every claim and holder pod of the stream written and deleted:
             # none left, and the writes have stopped
@@ -375,6 +413,10 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         q = placement(c)
         result.update(single_jobs=q["single_jobs"], fewest_numa=q["fewest_numa"], cpu_ids=q["cpu_ids"])
         result.update(gpu_sample(c, min(jobs // 10, nodes) or 1))
+        if cached and not restored:
+            c.stop_slurmctld()  # saves its state on the way out
+            cached.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(c.run_dir / "state" / "node_state", cached / "node_state")
         return result
     finally:
         if not keep:
@@ -397,20 +439,32 @@ def main() -> int:
     p.add_argument("--baseline", choices=("created", "static"), default="created",
                    help="cons_tres's nodes: created by scontrol as discovery creates them, one GRES "
                    "record per GPU (default), or in slurm.conf, one record of 8 GPUs without files")
+    p.add_argument("--state-cache", type=Path,
+                   help="keep each side's node table here after its first run and start later runs "
+                   "of the same side and node count from it (default: a directory of this invocation; "
+                   "'none': every run makes its nodes)")
     p.add_argument("--only", choices=("cons_tres", "k8s_cons_tres"),
                    help="one run of that side alone, its figures as JSON (to profile it; no ratio)")
     args = p.parse_args()
     counts = [int(x) for x in args.nodes.split(",")]
+    tmp = None
+    if args.state_cache is None:
+        tmp = tempfile.TemporaryDirectory(prefix="k8s-cons-tres-scale-state-")
+        args.state_cache = Path(tmp.name)
+    elif str(args.state_cache) == "none":
+        args.state_cache = None
     if args.only:
         for n in counts:
             print(json.dumps(run(args.only, n, args.jobs, args.window, args.slurm, args.agents, args.keep,
-                                 args.baseline)))
+                                 args.baseline, args.state_cache)))
         return 0
     results = []
     for n in counts:
         for i in range(args.pairs):
-            base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep, args.baseline)
-            ours = run("k8s_cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep)
+            base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep, args.baseline,
+                       args.state_cache)
+            ours = run("k8s_cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep,
+                       state_cache=args.state_cache)
             print(f"{n} nodes, pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
                   f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
             results.append((n, base, ours))
