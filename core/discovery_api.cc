@@ -30,6 +30,15 @@ extern "C" int k8sdra_node_discovery(void) {
     }
 }
 
+extern "C" uint64_t k8sdra_discovery_version(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        return engine ? engine->discovery_version() : 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
 extern "C" int k8sdra_external_plan(const struct k8sdra_slurm_node_state *have, size_t nhave,
                                     int with_gres_conf, struct k8sdra_ext_action *out, size_t cap,
                                     size_t *nout, char *why, size_t whylen) {

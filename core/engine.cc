@@ -96,12 +96,43 @@ uint64_t Engine::node_digest(const NodeEntry &n) const {
     return h | 1;  // never 0: 0 stands for a node gone from the inventory
 }
 
+void Engine::mark_digest_dirty(const std::vector<JobNodeAlloc> &nodes) {
+    for (const JobNodeAlloc &n : nodes) digest_dirty_.insert(n.node);
+}
+
+// Which nodes' digests may differ from those of the last publication: the
+// nodes `inventory` does not share with `prev` (the same node set, in the
+// same order, is the usual case: a claim changes a few of 15,000 nodes) and
+// those a job's start or end touched. Every node when that cannot be told.
+std::vector<const NodeEntry *> Engine::digest_candidates(const Inventory *prev, const Inventory &inventory,
+                                                         bool *all) {
+    const auto now = inventory.nodes();
+    std::vector<const NodeEntry *> out;
+    *all = digest_all_ || !prev || prev->nodes().size() != now.size();
+    for (size_t i = 0; !*all && i < now.size(); ++i) {
+        const NodeEntry &n = now[i], &was = prev->nodes()[i];
+        if (&n == &was && !digest_dirty_.count(n.name)) continue;  // shared: unchanged
+        if (n.name != was.name) *all = true;  // the node set changed
+        out.push_back(&n);
+    }
+    if (*all) {
+        out.clear();
+        for (const NodeEntry &n : now) out.push_back(&n);
+    }
+    digest_all_ = false;
+    digest_dirty_.clear();
+    return out;
+}
+
 void Engine::publish(std::shared_ptr<const Inventory> inventory, bool in_sync) {
-    std::unordered_map<std::string, uint64_t> digests;
+    std::vector<std::pair<const std::string *, uint64_t>> digests;
+    bool all = true;
     if (inventory) {
+        // Only this thread publishes: the current view is the last one.
+        const auto prev = current();
         std::lock_guard lock(jobs_mu_);
-        digests.reserve(inventory->nodes().size());
-        for (const NodeEntry &n : inventory->nodes()) digests.emplace(n.name, node_digest(n));
+        for (const NodeEntry *n : digest_candidates(prev.get(), *inventory, &all))
+            digests.emplace_back(&n->name, node_digest(*n));
     }
     std::lock_guard lock(mu_);
     // Each node whose answers change gets the new change count as its
@@ -109,17 +140,22 @@ void Engine::publish(std::shared_ptr<const Inventory> inventory, bool in_sync) {
     const uint64_t next = view_changes_.load() + 1;
     bool changed = published_.load() == 0;
     for (const auto &[name, d] : digests) {
-        auto [it, fresh_node] = stamps_.try_emplace(name, NodeStamp{d, next});
+        auto [it, fresh_node] = stamps_.try_emplace(*name, NodeStamp{d, next});
         if (fresh_node || it->second.digest != d) {
             it->second = {d, next};
             changed = true;
         }
     }
-    for (auto &[name, st] : stamps_)
-        if (st.digest && !digests.count(name)) {
-            st = {0, next};
-            changed = true;
-        }
+    if (all) {  // a node not in the new inventory is gone
+        std::unordered_set<std::string_view> present;
+        present.reserve(digests.size());
+        for (const auto &[name, d] : digests) present.insert(*name);
+        for (auto &[name, st] : stamps_)
+            if (st.digest && !present.count(name)) {
+                st = {0, next};
+                changed = true;
+            }
+    }
     inventory_ = std::move(inventory);
     if (in_sync) synced_at_.store(now_().time_since_epoch().count());
     if (published_.fetch_add(1) == 0) full_stamp_ = next;
@@ -318,10 +354,13 @@ bool holds_for(const Inventory *inv, uint32_t job_id, const std::vector<JobNodeA
 void Engine::remember_ended(uint32_t job_id) {
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return;
+    mark_digest_dirty(it->second);
     ended_[job_id] = std::move(it->second);
     jobs_.erase(it);
     ended_order_.push_back(job_id);
     while (ended_order_.size() > kEndedJobs) {
+        // a claim of it still there is nobody's job's any more
+        if (auto e = ended_.find(ended_order_.front()); e != ended_.end()) mark_digest_dirty(e->second);
         ended_.erase(ended_order_.front());
         ended_order_.pop_front();
     }
@@ -333,8 +372,12 @@ void Engine::job_started(JobAlloc job) {
     const auto inv = current();
     {
         std::lock_guard lock(jobs_mu_);
+        if (auto e = ended_.find(job.job_id); e != ended_.end()) mark_digest_dirty(e->second);
         ended_.erase(job.job_id);
-        jobs_[job.job_id] = sorted_nodes(job.nodes);
+        auto &nodes = jobs_[job.job_id];
+        mark_digest_dirty(nodes);  // a job started again (requeue, resize)
+        nodes = sorted_nodes(job.nodes);
+        mark_digest_dirty(nodes);
     }
     // Only after a restart can a claim of this job be there already, kept
     // out until now: slurmctld's view must be rebuilt then.
@@ -365,6 +408,7 @@ void Engine::standby() {
         jobs_.clear();
         ended_.clear();
         ended_order_.clear();
+        digest_all_ = true;
     }
     if (auto s = sink()) s->standby();
 }
@@ -376,6 +420,7 @@ void Engine::jobs_known(std::vector<JobAlloc> running) {
         std::lock_guard lock(jobs_mu_);
         jobs_.clear();
         for (const auto &job : running) jobs_[job.job_id] = sorted_nodes(job.nodes);
+        digest_all_ = true;
     }
     change_all();  // our claims of these jobs are Slurm's now
     if (auto s = sink()) s->jobs_known(running, current());
@@ -386,6 +431,11 @@ void Engine::publish_kube_nodes(std::map<std::string, KubeNodeState> nodes, bool
     std::lock_guard lock(kube_mu_);
     kube_nodes_ = std::move(next);
     kube_synced_ = kube_synced_ || synced;
+    kube_version_.fetch_add(1);
+}
+
+uint64_t Engine::discovery_version() const {
+    return generation() * 0x9E3779B97F4A7C15ULL ^ kube_version_.load();
 }
 
 namespace {

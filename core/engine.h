@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace k8sdra {
@@ -133,6 +134,9 @@ public:
     // Node discovery. Client thread: the Kubernetes nodes that match
     // NodeSelector (synced: listed at least once).
     void publish_kube_nodes(std::map<std::string, KubeNodeState> nodes, bool synced);
+    // Changes whenever external_plan()'s Kubernetes side may have changed
+    // (Nodes, slices, freshness); slurmctld's side it cannot see.
+    uint64_t discovery_version() const;
     // What to do about slurmctld's nodes now (plan_external_nodes), from
     // the current view; nothing while Node objects are not listed yet or the
     // view is stale (*why says so), so nothing is ever deleted on old data.
@@ -152,6 +156,8 @@ private:
     void held_for_slurm(const NodeEntry &entry, Words *cpus, uint64_t *gpus) const;
     bool covered(const Holding &h, const NodeEntry &entry) const;
     uint64_t node_digest(const NodeEntry &entry) const;  // jobs_mu_ held
+    std::vector<const NodeEntry *> digest_candidates(const Inventory *prev, const Inventory &inventory,
+                                                     bool *all);  // jobs_mu_ held
     void change_all();
     void remember_ended(uint32_t job_id);
 
@@ -182,10 +188,17 @@ private:
     std::map<uint32_t, std::vector<JobNodeAlloc>> jobs_;
     std::map<uint32_t, std::vector<JobNodeAlloc>> ended_;
     std::deque<uint32_t> ended_order_;
+    // Nodes whose digest a change of jobs_ or ended_ may have changed since
+    // the last publish(), or all of them (jobs_mu_): publish() digests
+    // those and the nodes the new inventory does not share with the last.
+    std::unordered_set<std::string> digest_dirty_;
+    bool digest_all_ = true;
+    void mark_digest_dirty(const std::vector<JobNodeAlloc> &nodes);  // jobs_mu_ held
 
     mutable std::mutex kube_mu_;
     std::shared_ptr<const std::map<std::string, KubeNodeState>> kube_nodes_;  // kube_mu_
     bool kube_synced_ = false;                                                 // kube_mu_
+    std::atomic<uint64_t> kube_version_{0};  // publications of kube_nodes_
     mutable std::map<std::string, std::string> spec_notes_;                   // kube_mu_
 
     // external_plan's node definitions, made again only for a node whose

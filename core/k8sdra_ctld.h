@@ -135,6 +135,11 @@ K8SDRA_API void k8sdra_standby(void);
  */
 K8SDRA_API int k8sdra_node_discovery(void);	/* 1 when configured */
 
+/* Changes whenever the Kubernetes side of the plan may have changed (Nodes,
+ * slices, freshness): a round with the same version and nothing done in the
+ * last one has nothing new to act on from Kubernetes. */
+K8SDRA_API uint64_t k8sdra_discovery_version(void);
+
 struct k8sdra_slurm_node_state {
 	const char *name;
 	uint32_t cpus, sockets, cores_per_socket, threads_per_core;

@@ -65,6 +65,7 @@ private:
     std::map<std::string, uint64_t> warned_;    // per node: digest of the warnings logged
     std::chrono::steady_clock::time_point last_reconcile_{};
     std::chrono::steady_clock::time_point last_view_{};
+    std::chrono::steady_clock::duration view_took_{};  // the last write of it
     bool view_pending_ = false;
     bool in_sync_ = false;  // as last logged
     std::thread thread_;

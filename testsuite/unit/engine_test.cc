@@ -6,6 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <set>
+#include <tuple>
+
 using namespace k8sdra;
 
 namespace {
@@ -427,4 +431,155 @@ TEST_CASE("discovery rounds keep node definitions only while their slices and No
         CHECK(created_line(p, "node1").empty());
         CHECK(!created_line(p, "node2").empty());
     }
+}
+
+namespace {
+// A claim on `node` holding these CPU ids and GPUs (`job`: one of ours for
+// that Slurm job).
+ClaimHolding claim_on(const std::string &node, const std::vector<ResourceSlice> &sl, const std::string &name,
+                      const std::set<int64_t> &cpu_ids, const std::set<int> &gpus, uint32_t job = 0) {
+    ClaimHolding c;
+    c.ns = job ? "slurm" : "web";
+    c.name = name;
+    c.allocated = true;
+    c.nodeName = node;
+    if (job) c.labels["k8s-cons-tres.slurm.io/job-id"] = std::to_string(job);
+    for (const auto &s : sl)
+        for (const auto &d : s.devices) {
+            auto it = d.attributes.find("dra.cpu/cpuID");
+            if (it != d.attributes.end() && cpu_ids.count(std::get<int64_t>(it->second)))
+                c.results.push_back({"cpu", "dra.cpu", node, d.name, "", {}});
+        }
+    for (int g : gpus) c.results.push_back({"gpu", "gpu.nvidia.com", node, "gpu-" + std::to_string(g), "", {}});
+    return c;
+}
+}  // namespace
+
+TEST_CASE("publish digests only the nodes that changed, and stamps every node whose answers changed") {
+    // Random pods' claims, Slurm jobs and their claims on shared-node
+    // inventories (Inventory::update, as the client makes them): after each
+    // publication, every node whose answer to slurmctld differs from the
+    // last one must carry a new stamp, or slurmctld would keep stale bitmaps.
+    const unsigned seed = GENERATE(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u);
+    std::mt19937 rng(seed);
+    Engine e(config());
+    const int kNodes = 5;
+    std::vector<std::string> names;
+    std::map<std::string, std::vector<ResourceSlice>> slices_of;
+    std::map<std::string, std::vector<ClaimHolding>> claims_of;
+    std::vector<ResourceSlice> all;
+    for (int i = 1; i <= kNodes; ++i) {
+        names.push_back("node" + std::to_string(i));
+        slices_of[names.back()] = slices(names.back());
+        all.insert(all.end(), slices_of[names.back()].begin(), slices_of[names.back()].end());
+    }
+    auto inv = std::make_shared<const Inventory>(Inventory::build(all, {}));
+    e.publish(inv);
+    auto answer = [&](const std::string &n) {
+        auto x = e.exclusion(n, nullptr, true);
+        return std::make_tuple(static_cast<int>(x.state), x.cores, x.gres);
+    };
+    std::map<std::string, decltype(answer(""))> last;
+    for (const auto &n : names) last[n] = answer(n);
+    std::map<uint32_t, std::string> running, ended;  // job -> its node
+    std::map<uint32_t, std::pair<std::string, uint32_t>> untold;  // job -> node, core of its claim
+    uint32_t next_job = 1;
+    int claim_no = 0, stamped = 0, unchanged_kept = 0;
+    for (int step = 0; step < 300; ++step) {
+        const std::string node = names[rng() % kNodes];
+        std::vector<std::string> changed;
+        switch (rng() % 9) {
+        case 0:  // a pod takes a CPU and maybe a GPU
+        case 1: {
+            std::set<int64_t> cpus{static_cast<int64_t>(rng() % 32)};
+            std::set<int> gpus;
+            if (rng() % 2) gpus.insert(static_cast<int>(rng() % 4));
+            claims_of[node].push_back(claim_on(node, slices_of[node], "c" + std::to_string(++claim_no), cpus, gpus));
+            changed.push_back(node);
+            break;
+        }
+        case 2:  // a claim goes (a pod's or a job's)
+            if (!claims_of[node].empty()) {
+                claims_of[node].erase(claims_of[node].begin() + rng() % claims_of[node].size());
+                changed.push_back(node);
+            }
+            break;
+        case 3: {  // a Slurm job starts on one core and GPU; its claim follows, sometimes later
+            const uint32_t job = next_job++;
+            const uint32_t core = rng() % 16;
+            const int gpu = static_cast<int>(rng() % 4);
+            e.job_started({job, "u", {{node, {core}, {static_cast<uint32_t>(gpu)}}}});
+            running[job] = node;
+            if (rng() % 2) {
+                // sometimes claiming more than slurmctld allocated
+                std::set<int64_t> cpus{2 * core, 2 * core + 1};
+                if (rng() % 4 == 0) cpus.insert(static_cast<int64_t>(rng() % 32));
+                claims_of[node].push_back(
+                    claim_on(node, slices_of[node], "job" + std::to_string(job), cpus, {gpu}, job));
+                changed.push_back(node);
+            }
+            break;
+        }
+        case 4:  // a job ends; its claim stays until deleted
+            if (!running.empty()) {
+                auto it = std::next(running.begin(), static_cast<long>(rng() % running.size()));
+                e.job_ended(it->first);
+                ended[it->first] = it->second;
+                running.erase(it);
+            }
+            break;
+        case 5:  // nothing changed but the publication
+            break;
+        case 7: {  // a claim of ours for a job slurmctld tells of only later (a restart)
+            const uint32_t job = next_job++;
+            const uint32_t core = rng() % 16;
+            claims_of[node].push_back(
+                claim_on(node, slices_of[node], "job" + std::to_string(job), {2 * core, 2 * core + 1}, {}, job));
+            untold[job] = {node, core};
+            changed.push_back(node);
+            break;
+        }
+        case 8:  // ... and then it does, with no change in Kubernetes; or a job starts again
+            if (!untold.empty()) {
+                auto it = std::next(untold.begin(), static_cast<long>(rng() % untold.size()));
+                e.job_started({it->first, "u", {{it->second.first, {it->second.second}, {}}}});
+                running[it->first] = it->second.first;
+                untold.erase(it);
+            } else if (!ended.empty()) {  // requeued, on another core
+                auto it = std::next(ended.begin(), static_cast<long>(rng() % ended.size()));
+                e.job_started({it->first, "u", {{it->second, {static_cast<uint32_t>(rng() % 16)}, {}}}});
+                running[it->first] = it->second;
+                ended.erase(it);
+            }
+            break;
+        case 6:  // now and then slurmctld tells its jobs again, or a full rebuild
+            if (rng() % 3 == 0) {
+                std::vector<JobAlloc> jobs;
+                for (const auto &[j, n] : running) jobs.push_back({j, "u", {{n, {}, {}}}});
+                e.jobs_known(jobs);
+            } else {
+                std::vector<ClaimHolding> cs;
+                for (const auto &[n, v] : claims_of) cs.insert(cs.end(), v.begin(), v.end());
+                inv = std::make_shared<const Inventory>(Inventory::build(all, cs));
+                changed.clear();
+            }
+            break;
+        }
+        if (!changed.empty()) inv = std::make_shared<const Inventory>(Inventory::update(*inv, changed, slices_of, claims_of));
+        const uint64_t before = e.generation() / 2;
+        e.publish(inv);
+        for (const auto &n : names) {
+            const auto now = answer(n);
+            INFO("seed " << seed << " step " << step << " node " << n);
+            if (now != last[n]) {
+                CHECK(e.node_stamp(n) > before);
+                ++stamped;
+            } else if (e.node_stamp(n) <= before) {
+                ++unchanged_kept;
+            }
+            last[n] = now;
+        }
+    }
+    CHECK(stamped > 10);          // the walk changed answers ...
+    CHECK(unchanged_kept > 300);  // ... and left most nodes alone
 }
