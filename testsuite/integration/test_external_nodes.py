@@ -153,6 +153,18 @@ def test_a_node_gone_from_kubernetes_is_deleted_and_restart_rediscovers(ext_clus
     j = external_job(c, "-w", "k8s-n1", "-c", "2")
     wait_job(c, j, states={"RUNNING"})
     assert show_job(c, j)["NodeList"] == "k8s-n1"
+    # the GPUs pods hold are marked by index again on the restored nodes
+    # (their GRES come back from slurmctld's state, not from a create)
+    held = pod_held(c)
+    for n in ("k8s-n1", "k8s-n3", "k8s-n4"):
+        gpus = set(held.get(n, (set(), set()))[1])
+        wait_for(lambda: gpus <= gres_used_idx(c, n), timeout=30, what=f"{n}'s pod-held GPUs {gpus} marked")
+    g = external_job(c, "-w", "k8s-n1", "-c", "2", "--gres=gpu:2")
+    wait_job(c, g, states={"RUNNING"})
+    (alloc,) = running_allocations(c, [g])[g]
+    assert not set(alloc.gpu_idx) & set(held["k8s-n1"][1]), f"a job got pod-held GPUs after the restart: {alloc}"
+    log = (c.run_dir / "log" / "slurmctld.log").read_text(errors="replace")
+    assert "cannot be marked by index" not in log
     end_jobs(c)
 
 
