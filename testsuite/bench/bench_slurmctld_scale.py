@@ -42,10 +42,13 @@ jobs of the stream's GPU shapes, read while they run.
         [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
         [--baseline created|static] [--only SELECT] [--state-cache DIR|none]
 
-Each side makes its nodes once per node count (scontrol create, or
-discovery); its later runs start slurmctld from the node table the first
-run saved (--state-cache), as a restarted slurmctld would, so that pairs at
-15,000 nodes do not each pay Slurm's quadratic node creation.
+Each side makes its nodes once per node count, before the first pair and
+not measured (scontrol create, or discovery; the time it took is printed);
+every measured run then starts slurmctld from the node table that saved
+(--state-cache), as a restarted slurmctld would, so that pairs at 15,000
+nodes do not each pay Slurm's quadratic node creation, and both sides'
+nodes come from state alike. --state-cache none makes the nodes in every
+run instead.
 
 K8S_BENCH_PERF=PREFIX records slurmctld with `perf record` over each
 stream into PREFIX.SELECT.NODES (`perf report -i FILE --no-children`).
@@ -334,15 +337,47 @@ def stop_perf(proc):
         proc.wait(timeout=300)
 
 
+def state_of(state_cache: Path, select: str, baseline: str, nodes: int):
+    """Where a side's saved node table is kept; None for slurm.conf's nodes
+    (nothing to make) or without a cache."""
+    if not state_cache or (select == "cons_tres" and baseline == "static"):
+        return None
+    return state_cache / f"{select}-{baseline if select == 'cons_tres' else 'discovered'}-{nodes}"
+
+
+def prepare(select: str, nodes: int, slurm: str, agents: bool, baseline: str, state_cache: Path):
+    """Makes a side's nodes once (scontrol create, or discovery) and keeps
+    slurmctld's node table, unless kept already; returns the seconds it
+    took, None when there was nothing to do. Not a measured run."""
+    cached = state_of(state_cache, select, baseline, nodes)
+    if not cached or (cached / "node_state").is_file():
+        return None
+    c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
+    try:
+        configure(c, select, nodes, 0, slurm, agents, baseline)
+        t0 = time.monotonic()
+        c.start_slurmctld()
+        if select == "cons_tres":
+            create_nodes(c, nodes)
+        wait_for(lambda: node_count(c) >= nodes, timeout=3600, interval=1,
+                 what=f"slurmctld to have {nodes} nodes", on_timeout=lambda: c.tail("log/slurmctld.log"))
+        took = time.monotonic() - t0
+        c.stop_slurmctld()  # saves its state on the way out
+        cached.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(c.run_dir / "state" / "node_state", cached / "node_state")
+        return took
+    finally:
+        c.down()
+
+
 def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool,
         baseline: str = "created", state_cache: Path = None) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
-    # slurmctld's saved node table of an earlier run of this side: its
-    # created or discovered nodes come back from state (as after any
-    # restart) instead of being made again, which Slurm makes quadratic
-    # (about 25 minutes at 15,000 nodes). The jobs' state is not kept.
-    cached = state_cache / f"{select}-{baseline if select == 'cons_tres' else 'discovered'}-{nodes}" \
-        if state_cache else None
+    # slurmctld's node table as prepare() kept it: the created or discovered
+    # nodes come back from state (as after any restart) instead of being
+    # made again, which Slurm does in quadratic time (about 12-25 minutes
+    # at 15,000 nodes). No job is kept.
+    cached = state_of(state_cache, select, baseline, nodes)
     restored = bool(cached and (cached / "node_state").is_file())
     try:
         configure(c, select, nodes, jobs, slurm, agents, baseline)
@@ -413,10 +448,6 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         q = placement(c)
         result.update(single_jobs=q["single_jobs"], fewest_numa=q["fewest_numa"], cpu_ids=q["cpu_ids"])
         result.update(gpu_sample(c, min(jobs // 10, nodes) or 1))
-        if cached and not restored:
-            c.stop_slurmctld()  # saves its state on the way out
-            cached.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(c.run_dir / "state" / "node_state", cached / "node_state")
         return result
     finally:
         if not keep:
@@ -455,11 +486,21 @@ def main() -> int:
         args.state_cache = None
     if args.only:
         for n in counts:
+            prepare(args.only, n, args.slurm, args.agents, args.baseline, args.state_cache)
             print(json.dumps(run(args.only, n, args.jobs, args.window, args.slurm, args.agents, args.keep,
                                  args.baseline, args.state_cache)))
         return 0
     results = []
     for n in counts:
+        # both sides' nodes made once, before the first pair (not measured)
+        for select, baseline in (("cons_tres", args.baseline), ("k8s_cons_tres", "created")):
+            took = prepare(select, n, args.slurm, args.agents, baseline, args.state_cache)
+            if took is not None:
+                print(f"{n} nodes: {select}'s nodes made in {took:.0f} s", file=sys.stderr, flush=True)
+                if args.log:
+                    with args.log.open("a") as f:
+                        f.write(json.dumps({"prepare": select, "baseline": baseline, "nodes": n,
+                                            "nodes_s": took}) + "\n")
         for i in range(args.pairs):
             base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep, args.baseline,
                        args.state_cache)
