@@ -216,8 +216,12 @@ def test_claims_from_all_namespaces_are_seen(server, probe_factory):
 def test_dropped_stream_resumes_without_relist(server, probe_factory):
     p = probe_factory("--kubeconfig", server.kubeconfig, *FAST)
     p.synced()
+    # Synced means listed; each informer's watch may still be on its way.
+    # Drop only once the server holds one open watch per informer.
+    informers = len(p.stats())
+    wait_for(lambda: server.stats()["watchesOpen"] >= informers, 10, what="open watches")
     before = p.stats()
-    server.set_faults(dropWatches=True)
+    assert server.set_faults(dropWatches=True)["droppedWatches"] >= informers
     mark = p.mark()
     create(server, SLICES, gpu_slice("after-drop"))
     p.snapshot(lambda s: s["slices"] == 7, start=mark, what="slice after drop")
