@@ -226,8 +226,25 @@ static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
 			     _busy_gpus(node_ptr), c) == K8SDRA_OK && c->fits;
 }
 
+/* Whether the job's cores on its n-th node are exactly these. */
+static bool _has_exactly(job_resources_t *jr, int n, const uint32_t *cores,
+			 size_t ncores)
+{
+	bitstr_t *have;
+	bool same;
+
+	if (!jr || !jr->core_bitmap || n >= (int) jr->nhosts ||
+	    !(have = copy_job_resources_node(jr, n)))
+		return false;
+	same = bit_set_count(have) == (int64_t) ncores;
+	for (size_t k = 0; same && k < ncores; k++)
+		same = cores[k] < bit_size(have) && bit_test(have, cores[k]);
+	FREE_NULL_BITMAP(have);
+	return same;
+}
+
 extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
-				   bitstr_t *base)
+				   bitstr_t *base, bool *same)
 {
 	uint32_t cores[MAX_CORES], gres[MAX_GPUS];
 	struct k8sdra_choice c = { .cores = cores, .core_cap = MAX_CORES,
@@ -235,8 +252,9 @@ extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	bitstr_t *exc = NULL;
 	node_record_t *node_ptr;
 	node_req_t r;
-	int scored = 0, last;
+	int scored = 0, last, n = -1;
 
+	*same = true;
 	if (!_node_request(job_ptr, &r))
 		return NULL;
 	_busy_refresh();
@@ -250,8 +268,10 @@ extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	last = bit_fls(node_bitmap);
 	for (int i = bit_ffs(node_bitmap); i >= 0 && i <= last && scored < STEER_MAX_NODES; i++) {
 		uint32_t off;
-		if (!bit_test(node_bitmap, i) || !k8s_view_node_ready(i) ||
-		    !(node_ptr = node_record_table_ptr[i]))
+		if (!bit_test(node_bitmap, i))
+			continue;
+		n++;	/* the node's index in the job's job_resrcs */
+		if (!k8s_view_node_ready(i) || !(node_ptr = node_record_table_ptr[i]))
 			continue;
 		scored++;
 		if (!_choose(node_ptr, i, r.cpus, r.tpc, r.gpus, base, &c)) {
@@ -261,6 +281,8 @@ extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		}
 		debug2(PREFIX "%pJ: on %s the engine chooses %zu cores over %u NUMA nodes, %zu GPUs",
 		       job_ptr, node_ptr->name, c.ncores, c.score.numa_nodes, c.ngres);
+		if (*same)
+			*same = _has_exactly(job_ptr->job_resrcs, n, cores, c.ncores);
 		if (!exc)
 			exc = base ? bit_copy(base) :
 				bit_alloc(cr_get_coremap_offset(node_record_count));

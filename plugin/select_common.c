@@ -91,6 +91,7 @@ extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap)
 	list_t **preemptees = t->preemptee_job_list;
 	bitstr_t *k8s_exc = NULL, *steer_exc = NULL, *saved = NULL;
 	bitstr_t *base = exc_core_bitmap;
+	bool same = false;
 	int rc;
 
 	if (t->mode != SELECT_MODE_TEST_ONLY) {
@@ -121,7 +122,17 @@ extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap)
 	 */
 	if (rc == SLURM_SUCCESS && saved &&
 	    !(preemptees && *preemptees && list_count(*preemptees)) &&
-	    (steer_exc = k8s_steer_prepare(job_ptr, node_bitmap, base))) {
+	    (steer_exc = k8s_steer_prepare(job_ptr, node_bitmap, base, &same)) &&
+	    same) {
+		/*
+		 * cons_tres's cores are already the engine's: a second test
+		 * would give them again, at the cost of one more walk over
+		 * every node's cores in cons_tres (its partition rows).
+		 */
+		debug2("select/k8s_cons_tres: %pJ: cons_tres's cores are the topology choice",
+		       job_ptr);
+		k8s_steer_chosen(job_ptr);
+	} else if (steer_exc) {
 		bitstr_t *chosen = bit_copy(node_bitmap);
 		rc = t->inner(t, steer_exc);
 		if (rc == SLURM_SUCCESS && bit_equal(node_bitmap, chosen)) {
