@@ -337,12 +337,17 @@ def stop_perf(proc):
         proc.wait(timeout=300)
 
 
+def nodes_from(select: str, baseline: str) -> str:
+    """Where a side's nodes come from: the plugin discovers its own."""
+    return "discovered" if select == "k8s_cons_tres" else baseline
+
+
 def state_of(state_cache: Path, select: str, baseline: str, nodes: int):
     """Where a side's saved node table is kept; None for slurm.conf's nodes
     (nothing to make) or without a cache."""
     if not state_cache or (select == "cons_tres" and baseline == "static"):
         return None
-    return state_cache / f"{select}-{baseline if select == 'cons_tres' else 'discovered'}-{nodes}"
+    return state_cache / f"{select}-{nodes_from(select, baseline)}-{nodes}"
 
 
 def prepare(select: str, nodes: int, slurm: str, agents: bool, baseline: str, state_cache: Path):
@@ -418,7 +423,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         stop_perf(prof)
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
-        result = {"select": select, "baseline": baseline, "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
+        result = {"select": select, "nodes_from": nodes_from(select, baseline), "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
                   "nodes_from_state": restored,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
                   "peak_rss_mib": peak_rss_mib(c),
@@ -499,8 +504,8 @@ def main() -> int:
                 print(f"{n} nodes: {select}'s nodes made in {took:.0f} s", file=sys.stderr, flush=True)
                 if args.log:
                     with args.log.open("a") as f:
-                        f.write(json.dumps({"prepare": select, "baseline": baseline, "nodes": n,
-                                            "nodes_s": took}) + "\n")
+                        f.write(json.dumps({"prepare": select, "nodes_from": nodes_from(select, baseline),
+                                            "nodes": n, "nodes_s": took}) + "\n")
         for i in range(args.pairs):
             base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep, args.baseline,
                        args.state_cache)
