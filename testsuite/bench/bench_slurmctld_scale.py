@@ -345,9 +345,10 @@ def nodes_from(select: str, baseline: str) -> str:
 def state_of(state_cache: Path, select: str, baseline: str, nodes: int):
     """Where a side's saved node table is kept; None for slurm.conf's nodes
     (nothing to make) or without a cache."""
-    if not state_cache or (select == "cons_tres" and baseline == "static"):
+    where = nodes_from(select, baseline)
+    if not state_cache or where == "static":
         return None
-    return state_cache / f"{select}-{nodes_from(select, baseline)}-{nodes}"
+    return state_cache / f"{select}-{where}-{nodes}"
 
 
 def prepare(select: str, nodes: int, slurm: str, agents: bool, baseline: str, state_cache: Path):

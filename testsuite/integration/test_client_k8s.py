@@ -218,10 +218,9 @@ def test_dropped_stream_resumes_without_relist(server, probe_factory):
     p.synced()
     # Synced means listed; each informer's watch may still be on its way.
     # Drop only once the server holds one open watch per informer.
-    informers = len(p.stats())
-    wait_for(lambda: server.stats()["watchesOpen"] >= informers, 10, what="open watches")
+    wait_for(lambda: server.stats()["watchesOpen"] >= p.informers, 10, what="open watches")
     before = p.stats()
-    assert server.set_faults(dropWatches=True)["droppedWatches"] >= informers
+    assert server.set_faults(dropWatches=True)["droppedWatches"] >= p.informers
     mark = p.mark()
     create(server, SLICES, gpu_slice("after-drop"))
     p.snapshot(lambda s: s["slices"] == 7, start=mark, what="slice after drop")
