@@ -114,9 +114,8 @@ std::optional<ExternalNodeSpec> external_spec(const NodeTopology &t, const KubeN
     std::vector<std::string> features = base_features;
     features.push_back(kDiscoveredFeature);
     std::vector<std::pair<std::string, uint32_t>> types;  // in first-index order
-    std::vector<std::string> type_of(t.gpus.size());
     for (size_t i = 0; i < t.gpus.size(); ++i) {
-        const std::string &type = type_of[i] = gres_type_of(t.gpus[i].model.str(), t.gpus[i].driver.str());
+        const std::string type = gres_type_of(t.gpus[i].model.str(), t.gpus[i].driver.str());
         auto it = std::find_if(types.begin(), types.end(), [&](const auto &p) { return p.first == type; });
         if (it == types.end()) {
             types.emplace_back(type, 1);
@@ -124,17 +123,8 @@ std::optional<ExternalNodeSpec> external_spec(const NodeTopology &t, const KubeN
         } else {
             ++it->second;
         }
-    }
-    // One record per run of same-type GPUs, as a gres.conf line
-    // File=/dev/nvidia[0-7] gives: each GPU keeps its index, and cons_tres
-    // tests one topology record per run instead of one per GPU.
-    for (size_t first = 0, i = 1; i <= t.gpus.size() && first < t.gpus.size(); ++i) {
-        if (i < t.gpus.size() && type_of[i] == type_of[first]) continue;
-        const std::string files = i - first == 1 ? std::to_string(first)
-                                                 : "[" + std::to_string(first) + "-" + std::to_string(i - 1) + "]";
-        s.gres_conf += (s.gres_conf.empty() ? "" : "+") + std::string("name=gpu,type=") + type_of[first] +
-                       ",count=" + std::to_string(i - first) + ",file=/dev/k8s_cons_tres/gpu" + files;
-        first = i;
+        s.gres_conf += (s.gres_conf.empty() ? "" : "+") + std::string("name=gpu,type=") + type +
+                       ",count=1,file=/dev/k8s_cons_tres/gpu" + std::to_string(i);
     }
     for (const auto &[type, n] : types)
         s.gres += (s.gres.empty() ? "" : ",") + std::string("gpu:") + type + ":" + std::to_string(n);

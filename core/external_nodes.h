@@ -51,7 +51,7 @@ struct ExternalNodeSpec {
     uint32_t cpus = 0, sockets = 0, cores_per_socket = 0, threads_per_core = 0;
     uint64_t real_memory = 0;
     std::string gres;       // "" without GPUs
-    std::string gres_conf;  // per run of same-type GPUs, in GRES index order ("" without GPUs)
+    std::string gres_conf;  // per GPU, in GRES index order ("" without GPUs)
     std::string features;   // base features, the marker, the GPU model
     std::string address;    // NodeAddr= (an IP literal), "" for none
 };

@@ -7,9 +7,8 @@ external jobs of mixed shapes, each cancelled once it started.
 Two sides, alternating (A B A B, --pairs times):
   cons_tres      select/cons_tres; the same N nodes as EXTERNAL nodes,
                  created by scontrol with the lines discovery writes (one
-                 GRES record of 8 GPUs with their device files, as a
-                 gres.conf File=/dev/nvidia[0-7] gives a real GPU node;
-                 GPU indices as the plugin's nodes have). --baseline static puts
+                 GRES record per GPU with its device file, as a slurmd's
+                 gres.conf gives a real GPU node). --baseline static puts
                  them in slurm.conf instead: one record of 8 GPUs without
                  files and no GPU index (slurmctld reads a node's gres.conf
                  lines from its slurmd, which they lack), so its GPU
@@ -97,11 +96,6 @@ SHAPES = [
 ]
 
 
-# The form of the made nodes' lines; a saved node table of another form is
-# not reused (discovery's GRES records: 2 = one per run of same-type GPUs).
-NODE_FORM = "gres2"
-
-
 def names(n: int) -> str:
     return f"node[00000-{n - 1:05d}]"
 
@@ -154,9 +148,9 @@ def cpu_now(c) -> dict:
 
 def node_line(i: int) -> str:
     """The node as discovery creates it (core/external_nodes.cc): one GRES
-    record for its run of same-type GPUs, with their device files, as a
-    gres.conf line File=/dev/nvidia[0-7] gives a real GPU node."""
-    gres_conf = f"name=gpu,type={GPU_TYPE},count={GPUS},file=/dev/k8s_cons_tres/gpu[0-{GPUS - 1}]"
+    record per GPU, each with its device file, as a slurmd's gres.conf
+    (File=/dev/nvidia[0-7]) gives a real GPU node."""
+    gres_conf = "+".join(f"name=gpu,type={GPU_TYPE},count=1,file=/dev/k8s_cons_tres/gpu{g}" for g in range(GPUS))
     return (f"NodeName=node{i:05d} NodeAddr=127.0.0.1 State=EXTERNAL {HARDWARE} "
             f"Features=k8s,{GPU_TYPE} Gres=gpu:{GPU_TYPE}:{GPUS} GresConf=\"{gres_conf}\"")
 
@@ -354,7 +348,7 @@ def state_of(state_cache: Path, select: str, baseline: str, nodes: int):
     where = nodes_from(select, baseline)
     if not state_cache or where == "static":
         return None
-    return state_cache / f"{select}-{where}-{nodes}-{NODE_FORM}"
+    return state_cache / f"{select}-{where}-{nodes}"
 
 
 def prepare(select: str, nodes: int, slurm: str, agents: bool, baseline: str, state_cache: Path):
@@ -481,7 +475,7 @@ def main() -> int:
     p.add_argument("--log", type=Path, help="append each run's figures to this file (JSON lines) as it ends")
     p.add_argument("--baseline", choices=("created", "static"), default="created",
                    help="cons_tres's nodes: created by scontrol as discovery creates them, one GRES "
-                   "record of 8 GPUs with device files (default), or in slurm.conf, one record of 8 GPUs without files")
+                   "record per GPU (default), or in slurm.conf, one record of 8 GPUs without files")
     p.add_argument("--state-cache", type=Path,
                    help="keep each side's node table here after its first run and start later runs "
                    "of the same side and node count from it (default: a directory of this invocation; "

@@ -38,23 +38,6 @@ SlurmNodeState slurm_of(const ExternalNodeSpec &s) {
 
 }  // namespace
 
-TEST_CASE("an external node's GPU records follow its GPUs' types in index order") {
-    std::string why;
-    auto t = two_sockets("k1", 5);
-    t.gpus[2].model = "NVIDIA H100 80GB HBM3";
-    auto s = external_spec(t, ready("k1"), {"k8s"}, &why);
-    REQUIRE(s);
-    CHECK(s->gres == "gpu:nvidia_a100_sxm4_80gb:4,gpu:nvidia_h100_80gb_hbm3:1");
-    // a new record wherever the type changes, so index 2 stays the H100
-    CHECK(s->gres_conf ==
-          "name=gpu,type=nvidia_a100_sxm4_80gb,count=2,file=/dev/k8s_cons_tres/gpu[0-1]+"
-          "name=gpu,type=nvidia_h100_80gb_hbm3,count=1,file=/dev/k8s_cons_tres/gpu2+"
-          "name=gpu,type=nvidia_a100_sxm4_80gb,count=2,file=/dev/k8s_cons_tres/gpu[3-4]");
-    CHECK(external_spec(two_sockets("k2", 1), ready("k2"), {"k8s"}, &why)->gres_conf ==
-          "name=gpu,type=nvidia_a100_sxm4_80gb,count=1,file=/dev/k8s_cons_tres/gpu0");
-    CHECK(external_spec(two_sockets("k3", 0), ready("k3"), {"k8s"}, &why)->gres_conf.empty());
-}
-
 TEST_CASE("an external node is defined by its slices' topology, memory and GPUs") {
     std::string why;
     auto s = external_spec(two_sockets("k1", 4), ready("k1"), {"k8s"}, &why);
@@ -66,9 +49,12 @@ TEST_CASE("an external node is defined by its slices' topology, memory and GPUs"
     CHECK(s->real_memory == 64000);
     CHECK(s->gres == "gpu:nvidia_a100_sxm4_80gb:4");
     CHECK(s->features == "k8s,k8s_cons_tres,nvidia_a100_sxm4_80gb");
-    // one record for the run of same-type GPUs, its files in GRES index
-    // order, so each GPU has its index (a gres.conf File=/dev/nvidia[0-3])
-    CHECK(s->gres_conf == "name=gpu,type=nvidia_a100_sxm4_80gb,count=4,file=/dev/k8s_cons_tres/gpu[0-3]");
+    // one entry per GPU, in GRES index order, so each GPU has its index
+    CHECK(s->gres_conf ==
+          "name=gpu,type=nvidia_a100_sxm4_80gb,count=1,file=/dev/k8s_cons_tres/gpu0+"
+          "name=gpu,type=nvidia_a100_sxm4_80gb,count=1,file=/dev/k8s_cons_tres/gpu1+"
+          "name=gpu,type=nvidia_a100_sxm4_80gb,count=1,file=/dev/k8s_cons_tres/gpu2+"
+          "name=gpu,type=nvidia_a100_sxm4_80gb,count=1,file=/dev/k8s_cons_tres/gpu3");
     CHECK(nodeline(*s, true) ==
           "NodeName=k1 State=EXTERNAL CPUs=32 Sockets=2 CoresPerSocket=8 ThreadsPerCore=2 RealMemory=64000 "
           "Features=k8s,k8s_cons_tres,nvidia_a100_sxm4_80gb Gres=gpu:nvidia_a100_sxm4_80gb:4 GresConf=\"" +
