@@ -29,7 +29,9 @@ RPC, 4 times a second) until sdiag counts every job started. Measured: jobs
 started per second from the first submission; CPU time per job
 started of slurmctld and of the test API server with its node agents
 (which share the machine's cores with slurmctld here, and run elsewhere in
-a real cluster); sdiag main and backfill cycle mean and max, slurmctld's peak RSS (VmHWM), the
+a real cluster); how busy the machine's cores were over the stream (all
+processes, /proc/stat; 1.0 = CPU-bound); sdiag main and backfill cycle
+mean and max, slurmctld's peak RSS (VmHWM), the
 claim writes (creates and deletes of ResourceClaims and holder pods at the
 API server) per second, and placement quality from scontrol -d show job:
 the share of the stream's single-node jobs whose CPUs span the fewest NUMA
@@ -137,6 +139,14 @@ def thread_cpu(pid: int) -> dict:
         except (OSError, ValueError):
             pass  # the thread ended meanwhile
     return out
+
+
+def machine_ticks() -> tuple:
+    """(busy, total) CPU ticks of the whole machine so far (/proc/stat):
+    whether the stream was bound by the cores all processes share."""
+    t = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    idle = t[3] + t[4]  # idle, iowait
+    return sum(t) - idle, sum(t)
 
 
 def cpu_now(c) -> dict:
@@ -401,6 +411,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         stream = Stream(c, jobs, window)
         cpu0 = cpu_now(c)
         threads0 = thread_cpu(c._pids()["slurmctld"])
+        ticks0 = machine_ticks()
         t0 = time.monotonic()
         stream.start()
         prof = start_perf(c, select, nodes)
@@ -421,6 +432,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         elapsed = time.monotonic() - t0
         cpu1 = cpu_now(c)
         threads1 = thread_cpu(c._pids()["slurmctld"])
+        ticks1 = machine_ticks()
         stop_perf(prof)
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
@@ -431,6 +443,9 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
                   # what each job cost slurmctld, and the API server on the same cores
                   "ctld_cpu_ms_per_job": 1000 * (cpu1["slurmctld"] - cpu0["slurmctld"]) / jobs,
                   "api_cpu_ms_per_job": 1000 * (cpu1["apiserver"] - cpu0["apiserver"]) / jobs,
+                  # share of all the machine's cores busy (everything: slurmctld, the
+                  # API server, sbatch, this script), 1.0 = CPU-bound
+                  "machine_busy": (ticks1[0] - ticks0[0]) / max(1, ticks1[1] - ticks0[1]),
                   # slurmctld's threads by name, over the stream
                   "ctld_threads_ms_per_job": {k: round(1000 * (v - threads0.get(k, 0.0)) / jobs, 2)
                                               for k, v in sorted(threads1.items())
@@ -523,6 +538,7 @@ def main() -> int:
         print(json.dumps([{"nodes": n, "cons_tres": b, "k8s_cons_tres": o} for n, b, o in results], indent=1))
         return 0
     keys = ["jobs_per_s", "ctld_cpu_ms_per_job", "api_cpu_ms_per_job", "main_mean_us", "main_max_us", "bf_mean_us", "bf_max_us", "peak_rss_mib",
+            "machine_busy",
             "fewest_numa", "gpu_aligned", "nodes_s"]
     for n in counts:
         pairs = [(b, o) for m, b, o in results if m == n]
