@@ -19,7 +19,9 @@ Two sides, alternating (A B A B, --pairs times):
                  8 GPUs, 4 per NUMA node); claims and holder pods written
                  (--no-node-agents: nobody plays kubelet, holder pods stay
                  Pending)
-The test API server runs on both sides (the same load on the two cores).
+The test API server runs on both sides, at niceness 10 (--api-nice): it
+stands in for a kube-apiserver on machines of its own, so it yields the two
+cores to slurmctld rather than share them as an equal.
 
 Each run: bring the cluster up, wait until slurmctld has the N nodes, reset
 sdiag, then stream the jobs (sbatch --external, one process each, two at a
@@ -42,7 +44,7 @@ jobs of the stream's GPU shapes, read while they run.
 
     testsuite/bench/bench_slurmctld_scale.py [--nodes 1000,15000] [--jobs 20000]
         [--pairs 3] [--window 500] [--slurm 26.05.3] [--no-node-agents] [--keep] [--log FILE]
-        [--baseline created|static] [--only SELECT] [--state-cache DIR|none]
+        [--baseline created|static] [--only SELECT] [--state-cache DIR|none] [--api-nice N]
 
 Each side makes its nodes once per node count, before the first pair and
 not measured (scontrol create, or discovery; the time it took is printed);
@@ -78,6 +80,10 @@ from harness.cluster import Cluster, find_plugin, new_run_dir  # noqa: E402
 from harness.ports import free_ports  # noqa: E402
 from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
+
+# The test API server's niceness in measured runs: a kube-apiserver runs on
+# machines of its own, not on slurmctld's cores (--api-nice).
+API_NICE = 10
 from bench_throughput import sdiag, spread  # noqa: E402  (this directory)
 
 # The synthetic node (testsuite/apiserver/ktas/synthetic.py) as Slurm sees it.
@@ -174,7 +180,8 @@ def create_nodes(c, nodes: int):
                        capture_output=True, timeout=120)
 
 
-def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool, baseline: str = "created"):
+def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool, baseline: str = "created",
+              api_nice: int = API_NICE):
     c.run_dir.mkdir(parents=True, exist_ok=True)
     plugin = find_plugin_for(select, slurm)
     port = free_ports(1)[0]
@@ -201,7 +208,7 @@ def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool, b
     c.external = select == "k8s_cons_tres"
     items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "slurm"}}]
     items += k8s_seed.shipped_objects()
-    c.spawn_apiserver(items, "--synthetic-nodes", str(nodes), timeout=600)
+    c.spawn_apiserver(items, "--synthetic-nodes", str(nodes), timeout=600, nice=api_nice)
     if select == "k8s_cons_tres":
         kubeconfig = c.least_privilege_kubeconfig()
         c.plugin_conf.write_text(
@@ -387,7 +394,7 @@ def prepare(select: str, nodes: int, slurm: str, agents: bool, baseline: str, st
 
 
 def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: bool, keep: bool,
-        baseline: str = "created", state_cache: Path = None) -> dict:
+        baseline: str = "created", state_cache: Path = None, api_nice: int = API_NICE) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-scale-{select}-"))
     # slurmctld's node table as prepare() kept it: the created or discovered
     # nodes come back from state (as after any restart) instead of being
@@ -396,7 +403,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
     cached = state_of(state_cache, select, baseline, nodes)
     restored = bool(cached and (cached / "node_state").is_file())
     try:
-        configure(c, select, nodes, jobs, slurm, agents, baseline)
+        configure(c, select, nodes, jobs, slurm, agents, baseline, api_nice)
         if restored:
             shutil.copy2(cached / "node_state", c.run_dir / "state" / "node_state")
         t_up = time.monotonic()
@@ -437,6 +444,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
         result = {"select": select, "nodes_from": nodes_from(select, baseline), "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
+                  "api_nice": api_nice,
                   "nodes_from_state": restored,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
                   "peak_rss_mib": peak_rss_mib(c),
@@ -495,6 +503,10 @@ def main() -> int:
                    help="keep each side's node table here after its first run and start later runs "
                    "of the same side and node count from it (default: a directory of this invocation; "
                    "'none': every run makes its nodes)")
+    p.add_argument("--api-nice", type=int, default=API_NICE,
+                   help="niceness of the test API server (default %(default)s): it stands in for a "
+                   "kube-apiserver on other machines, so it yields this machine's cores to slurmctld; "
+                   "0 runs it beside slurmctld as an equal")
     p.add_argument("--only", choices=("cons_tres", "k8s_cons_tres"),
                    help="one run of that side alone, its figures as JSON (to profile it; no ratio)")
     args = p.parse_args()
@@ -509,7 +521,7 @@ def main() -> int:
         for n in counts:
             prepare(args.only, n, args.slurm, args.agents, args.baseline, args.state_cache)
             print(json.dumps(run(args.only, n, args.jobs, args.window, args.slurm, args.agents, args.keep,
-                                 args.baseline, args.state_cache)))
+                                 args.baseline, args.state_cache, args.api_nice)))
         return 0
     results = []
     for n in counts:
@@ -524,9 +536,9 @@ def main() -> int:
                                             "nodes": n, "nodes_s": took}) + "\n")
         for i in range(args.pairs):
             base = run("cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep, args.baseline,
-                       args.state_cache)
+                       args.state_cache, args.api_nice)
             ours = run("k8s_cons_tres", n, args.jobs, args.window, args.slurm, args.agents, args.keep,
-                       state_cache=args.state_cache)
+                       state_cache=args.state_cache, api_nice=args.api_nice)
             print(f"{n} nodes, pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
                   f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
             results.append((n, base, ours))

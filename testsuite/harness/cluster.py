@@ -418,13 +418,14 @@ class Cluster:
             (f"NodeSelector={fx.node_selector}\n" if self.external and fx.node_selector else "") +
             self.plugin_extra)
 
-    def spawn_apiserver(self, items: list, *args: str, timeout: float = 60):
+    def spawn_apiserver(self, items: list, *args: str, timeout: float = 60, nice: int = 0):
         """The test API server, seeded with `items`, with more of its
-        options (`args`); returns once it listens."""
+        options (`args`), at niceness `nice`; returns once it listens."""
         seed = self.run_dir / "etc" / "k8s-seed.json"
         seed.write_text(json.dumps({"items": items}))
         info = self.apiserver_dir / "server.json"
-        self._spawn("apiserver", ["/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
+        self._spawn("apiserver", [*(["nice", "-n", str(nice)] if nice else []),
+                                  "/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
                                   "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
                                   *(["--node-agents"] if self.node_agents else []), *args])
         wait_for(info.exists, timeout=timeout, what="the test API server to listen",
