@@ -80,11 +80,11 @@ from harness.cluster import Cluster, find_plugin, new_run_dir  # noqa: E402
 from harness.ports import free_ports  # noqa: E402
 from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
+from bench_throughput import sdiag, spread  # noqa: E402  (this directory)
 
 # The test API server's niceness in measured runs: a kube-apiserver runs on
 # machines of its own, not on slurmctld's cores (--api-nice).
 API_NICE = 10
-from bench_throughput import sdiag, spread  # noqa: E402  (this directory)
 
 # The synthetic node (testsuite/apiserver/ktas/synthetic.py) as Slurm sees it.
 SOCKETS, CORES, THREADS, GPUS = 2, 32, 2, 8
