@@ -23,8 +23,10 @@ The test API server runs on both sides, at niceness 10 (--api-nice): it
 stands in for a kube-apiserver on machines of its own, so it yields the two
 cores to slurmctld rather than share them as an equal.
 
-Each run: bring the cluster up, wait until slurmctld has the N nodes, reset
-sdiag, then stream the jobs (sbatch --external, one process each, two at a
+Each run: bring the cluster up, wait until slurmctld has the N nodes and
+has placed one probe job (cancelled at once; the plugin places none before
+its first complete view of Kubernetes: ready_s), reset sdiag, then stream
+the jobs (sbatch --external, one process each, two at a
 time, the shapes in turn), keeping at most --window (500) submitted and not
 yet started, and cancel running jobs (scancel --ctld --state=RUNNING, one
 RPC, 4 times a second) until sdiag counts every job started. Measured: jobs
@@ -214,6 +216,23 @@ def configure(c, select: str, nodes: int, jobs: int, slurm: str, agents: bool, b
         c.plugin_conf.write_text(
             f"Kubeconfig={kubeconfig}\nClaimNamespace=slurm\nKubernetesNodes=ALL\n"
             "NodeDiscovery=external\nNodeFeatures=k8s\nDebugLevel=info\n")
+
+
+def place_probe(c, timeout: float = 900):
+    """One job placed and cancelled before the clock starts, so that the
+    stream measures a controller ready to place jobs: the plugin keeps
+    Kubernetes nodes out until its first complete view (fail closed), which
+    the stand-in API server, listing every node's slices on the two cores
+    slurmctld uses, gives it only after tens of seconds here. The probe's
+    name is none of SHAPES, so the placement figures leave it out."""
+    env = c.env()
+    job = subprocess.run(["sbatch", "--external", "--parsable", "-p", "main", "-J", "probe", "-n1", "-c1"],
+                         env=env, check=True, capture_output=True, text=True, timeout=120).stdout.strip()
+    job = job.split(";")[0]
+    wait_for(lambda: c.run("squeue", "-h", "-j", job, "-o", "%T", check=False, timeout=120).stdout.strip()
+             == "RUNNING", timeout=timeout, interval=0.5, what=f"the probe job {job} to start",
+             on_timeout=lambda: c.tail("log/slurmctld.log"))
+    c.run("scancel", "--ctld", job, check=False, timeout=120)
 
 
 def find_plugin_for(select: str, slurm: str):
@@ -413,6 +432,8 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         wait_for(lambda: node_count(c) >= nodes, timeout=3600, interval=1,
                  what=f"slurmctld to have {nodes} nodes", on_timeout=lambda: c.tail("log/slurmctld.log"))
         nodes_s = time.monotonic() - t_up
+        place_probe(c)
+        ready_s = time.monotonic() - t_up
         c.run("sdiag", "--reset")
         before = api_stats(c)
         stream = Stream(c, jobs, window)
@@ -444,7 +465,7 @@ def run(select: str, nodes: int, jobs: int, window: int, slurm: str, agents: boo
         diag = sdiag(c, timeout=120)
         c.run("scancel", "--ctld", "--state=RUNNING", check=False, timeout=120)
         result = {"select": select, "nodes_from": nodes_from(select, baseline), "nodes": nodes, "jobs": jobs, "nodes_s": nodes_s,
-                  "api_nice": api_nice,
+                  "ready_s": ready_s, "api_nice": api_nice,
                   "nodes_from_state": restored,
                   "seconds": elapsed, "jobs_per_s": jobs / elapsed, **diag,
                   "peak_rss_mib": peak_rss_mib(c),
@@ -551,7 +572,7 @@ def main() -> int:
         return 0
     keys = ["jobs_per_s", "ctld_cpu_ms_per_job", "api_cpu_ms_per_job", "main_mean_us", "main_max_us", "bf_mean_us", "bf_max_us", "peak_rss_mib",
             "machine_busy",
-            "fewest_numa", "gpu_aligned", "nodes_s"]
+            "fewest_numa", "gpu_aligned", "nodes_s", "ready_s"]
     for n in counts:
         pairs = [(b, o) for m, b, o in results if m == n]
         print(f"\n{n} nodes, {args.jobs} jobs per run, {len(pairs)} pairs (A B A B), median [min-max]")
