@@ -80,6 +80,7 @@ sys.path.insert(0, str(HERE.parent))
 from harness import k8s_seed, slurm_release  # noqa: E402
 from harness.cluster import Cluster, find_plugin, new_run_dir  # noqa: E402
 from harness.ports import free_ports  # noqa: E402
+from harness.jobs import sbatch, wait_job  # noqa: E402
 from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
 from bench_throughput import sdiag, spread  # noqa: E402  (this directory)
@@ -225,14 +226,9 @@ def place_probe(c, timeout: float = 900):
     the stand-in API server, listing every node's slices on the two cores
     slurmctld uses, gives it only after tens of seconds here. The probe's
     name is none of SHAPES, so the placement figures leave it out."""
-    env = c.env()
-    job = subprocess.run(["sbatch", "--external", "--parsable", "-p", "main", "-J", "probe", "-n1", "-c1"],
-                         env=env, check=True, capture_output=True, text=True, timeout=120).stdout.strip()
-    job = job.split(";")[0]
-    wait_for(lambda: c.run("squeue", "-h", "-j", job, "-o", "%T", check=False, timeout=120).stdout.strip()
-             == "RUNNING", timeout=timeout, interval=0.5, what=f"the probe job {job} to start",
-             on_timeout=lambda: c.tail("log/slurmctld.log"))
-    c.run("scancel", "--ctld", job, check=False, timeout=120)
+    job = sbatch(c, "--external", "-p", "main", "-J", "probe", "-n1", "-c1")
+    wait_job(c, job, states={"RUNNING"}, timeout=timeout)
+    c.run("scancel", "--ctld", str(job), check=False, timeout=120)
 
 
 def find_plugin_for(select: str, slurm: str):
