@@ -88,6 +88,9 @@ struct AllocationResult {
     std::string device;
     std::string shareID;                              // "" when absent
     std::map<std::string, std::string> consumedCapacity;
+    // kube-scheduler does not count an adminAccess result as allocating its
+    // device (monitoring claims): it holds nothing, for pods or Slurm.
+    bool adminAccess = false;
     bool operator==(const AllocationResult &) const = default;
 };
 
@@ -107,6 +110,10 @@ struct ClaimHolding {
     // Set by k8s_client, never decoded: the Slurm job whose slurm-bridge pod
     // this claim is reserved for (k8s_client's bridgeClaimJob), 0 for any other.
     uint32_t bridgedJob = 0;
+    // Why the claim could not be decoded, "" when it was. Such a claim keeps
+    // every node it may name (nodeName, results' pools, as far as they could
+    // be read) out of Slurm's reach until a decodable version replaces it.
+    std::string undecodable;
     bool operator==(const ClaimHolding &) const = default;
 };
 

@@ -224,6 +224,7 @@ AllocationResult decodeResult(const Value &r) {
     a.device = json::getString(r, "device");
     a.shareID = json::getString(r, "shareID");
     a.consumedCapacity = decodeStringMap(json::member(r, "consumedCapacity"));
+    a.adminAccess = json::getBool(r, "adminAccess");
     return a;
 }
 
@@ -310,6 +311,20 @@ std::string labelValue(const std::string &raw) {
     std::string v = dnsPart(raw);
     if (v.size() > 54)
         v = dnsPart(v.substr(0, 54));
+    return v + "-" + fnvHex(raw);
+}
+
+std::string dnsLabel(const std::string &raw) {
+    const bool valid = !raw.empty() && raw.size() <= 40 && std::isalnum((unsigned char)raw.front()) &&
+                       std::isalnum((unsigned char)raw.back()) &&
+                       std::all_of(raw.begin(), raw.end(), [](unsigned char c) {
+                           return (std::isalnum(c) && !std::isupper(c)) || c == '-';
+                       });
+    if (valid) return raw;
+    std::string v = dnsPart(raw);
+    for (char &c : v)
+        if (c == '.') c = '-';
+    if (v.size() > 31) v = dnsPart(v.substr(0, 31));
     return v + "-" + fnvHex(raw);
 }
 
@@ -411,6 +426,44 @@ ClaimHolding decodeClaimHolding(const Value &obj) {
                     h.reservedForPods.push_back(json::getString(ref, "uid"));
                     h.reservedForPodNames.push_back(json::getString(ref, "name"));
                 }
+    }
+    return h;
+}
+
+ClaimHolding salvageClaimHolding(const Value &obj, const std::string &why) {
+    ClaimHolding h;
+    h.undecodable = why.empty() ? std::string("undecodable") : why;
+    auto str = [](const Value *o, const char *k) -> std::string {
+        const Value *v = o && o->IsObject() ? json::member(*o, k) : nullptr;
+        return v && v->IsString() ? std::string(v->GetString(), v->GetStringLength()) : std::string();
+    };
+    const Value *meta = obj.IsObject() ? json::member(obj, "metadata") : nullptr;
+    h.ns = str(meta, "namespace");
+    h.name = str(meta, "name");
+    h.uid = str(meta, "uid");
+    h.resourceVersion = str(meta, "resourceVersion");
+    const Value *status = obj.IsObject() ? json::member(obj, "status") : nullptr;
+    const Value *alloc = status && status->IsObject() ? json::member(*status, "allocation") : nullptr;
+    // Without an allocation it holds nothing, decodable or not.
+    if (!alloc || alloc->IsNull())
+        return h;
+    h.allocated = true;
+    if (alloc->IsObject()) {
+        try {
+            h.nodeName = decodeNodeName(json::member(*alloc, "nodeSelector"));
+        } catch (const json::Error &) {
+        }
+        const Value *devices = json::member(*alloc, "devices");
+        const Value *results = devices && devices->IsObject() ? json::member(*devices, "results") : nullptr;
+        // Only the pools, each once: enough to name the nodes to keep out.
+        if (results && results->IsArray())
+            for (const Value &r : results->GetArray()) {
+                std::string pool = str(&r, "pool");
+                if (pool.empty() || h.results.size() >= kMaxResults) continue;
+                if (std::none_of(h.results.begin(), h.results.end(),
+                                 [&](const AllocationResult &a) { return a.pool == pool; }))
+                    h.results.push_back({"", "", std::move(pool), "", "", {}});
+            }
     }
     return h;
 }

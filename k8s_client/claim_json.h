@@ -54,6 +54,10 @@ std::map<std::string, std::string> claimLabels(const std::string &cluster,
                                                const std::string &node);
 // A label value: kept when valid, otherwise sanitised and shortened with a hash.
 std::string labelValue(const std::string &raw);
+// A DNS label (lowercase alphanumerics and '-', at most 40 characters here):
+// kept when it is one, otherwise sanitised with a hash of the raw text, so
+// two different inputs never give the same label.
+std::string dnsLabel(const std::string &raw);
 
 // Requests implied by the results: one per request name, class = driver.
 std::vector<ClaimRequestSpec> effectiveRequests(const ClaimIntent &intent);
@@ -65,6 +69,11 @@ std::string encodeClaimStatus(const ClaimIntent &intent,
                               const std::string &resourceVersion);
 
 ClaimHolding decodeClaimHolding(const rapidjson::Value &obj);
+// What can still be read of a claim decodeClaimHolding refused: its name,
+// whether it is allocated, and the nodes it may name (nodeSelector, results'
+// pools), with `undecodable` set to why. Never throws. Fail closed: the
+// inventory keeps those nodes out rather than free what it cannot read.
+ClaimHolding salvageClaimHolding(const rapidjson::Value &obj, const std::string &why);
 // DeleteOptions: with a uid, delete exactly the object seen, never a
 // successor; a grace period of 0 deletes a pod at once. "" when neither.
 std::string encodeDeleteOptions(const std::string &uid, int gracePeriodSeconds = -1);

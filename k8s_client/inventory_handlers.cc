@@ -62,7 +62,8 @@ bool SliceHandler::add(SliceMap &m, const rapidjson::Value &obj) {
 }
 
 ClaimHandler::ClaimHandler(SnapshotStore &store, Logger log)
-    : ObjectHandler(store, "ResourceClaim", decodeClaimHolding, &SnapshotStore::publishClaims, std::move(log)) {}
+    : ObjectHandler(store, "ResourceClaim", decodeClaimHolding, &SnapshotStore::publishClaims, std::move(log),
+                    salvageClaimHolding) {}
 
 PodHandler::PodHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "Pod", decodePodHolding, &SnapshotStore::publishPods, std::move(log)) {}
@@ -77,11 +78,28 @@ template <class T>
 void ObjectHandler<T>::beginList() { staging_ = Map(); }
 
 template <class T>
+void ObjectHandler<T>::undecodable(Map &m, const rapidjson::Value &obj, const std::exception &e, bool listing) {
+    if (salvage_) {
+        auto c = std::make_shared<T>(salvage_(obj, e.what()));
+        log_.error(std::string("undecodable ") + kind_ + " '" + c->ns + "/" + c->name +
+                   "' keeps the nodes it names out: " + e.what());
+        std::string key = claimKey(c->ns, c->name);
+        m.set(key, std::move(c));
+    } else if (listing) {
+        log_.error(std::string("skipping undecodable ") + kind_ + " '" + nameOf(obj) + "': " + e.what());
+    } else {
+        // The version seen before (if any) stays.
+        log_.error(std::string("keeping the last good version of undecodable ") + kind_ + " '" + nameOf(obj) +
+                   "': " + e.what());
+    }
+}
+
+template <class T>
 void ObjectHandler<T>::listItem(const rapidjson::Value &obj) {
     try {
         add(staging_, obj);
     } catch (const std::exception &e) {
-        log_.error(std::string("skipping undecodable ") + kind_ + " '" + nameOf(obj) + "': " + e.what());
+        undecodable(staging_, obj, e, true);
     }
 }
 
@@ -98,9 +116,7 @@ void ObjectHandler<T>::upsert(const rapidjson::Value &obj) {
     try {
         add(working_, obj);
     } catch (const std::exception &e) {
-        // The version seen before (if any) stays (a claim keeps holding its devices).
-        log_.error(std::string("keeping the last good version of undecodable ") + kind_ + " '" + nameOf(obj) +
-                   "': " + e.what());
+        undecodable(working_, obj, e, false);
     }
 }
 

@@ -30,14 +30,20 @@ private:
 };
 
 // Claims and holder pods: objects keyed by namespace/name, decoded whole.
+// A claim that cannot be decoded is kept as its salvage (claim_json.h), from
+// a list or an event alike: dropping it would free its devices.
 template <class T>
 class ObjectHandler : public InformerHandler {
 public:
     using Map = CowMap<T>;
     using Decode = T (*)(const rapidjson::Value &);
     using Publish = void (SnapshotStore::*)(const Map &, bool);
-    ObjectHandler(SnapshotStore &store, const char *kind, Decode decode, Publish publish, Logger log)
-        : store_(store), kind_(kind), decode_(decode), publish_(publish), log_(std::move(log)) {}
+    // What stands for an object that cannot be decoded; null: nothing does.
+    using Salvage = T (*)(const rapidjson::Value &, const std::string &why);
+    ObjectHandler(SnapshotStore &store, const char *kind, Decode decode, Publish publish, Logger log,
+                  Salvage salvage = nullptr)
+        : store_(store), kind_(kind), decode_(decode), publish_(publish), log_(std::move(log)),
+          salvage_(salvage) {}
     void beginList() override;
     void listItem(const rapidjson::Value &obj) override;
     void endList() override;
@@ -48,11 +54,15 @@ public:
 
 private:
     void add(Map &m, const rapidjson::Value &obj);
+    // An undecodable object: its salvage when there is one, else skipped
+    // (a list) or the last good version kept (an event).
+    void undecodable(Map &m, const rapidjson::Value &obj, const std::exception &e, bool listing);
     SnapshotStore &store_;
     const char *kind_;
     Decode decode_;
     Publish publish_;
     Logger log_;
+    Salvage salvage_;
     Map working_, staging_;
     bool synced_ = false;
 };

@@ -151,3 +151,24 @@ TEST_CASE("malformed claims are errors", "[json][claim]") {
     CHECK_THROWS_AS(parseClaimHolding("{}"), json::Error);
     CHECK_THROWS_AS(parseClaimHolding(R"({"metadata":{"name":["x"]}})"), json::Error);
 }
+
+TEST_CASE("adminAccess results are read, and never in what the plugin writes", "[json][claim]") {
+    ClaimHolding h = parseClaimHolding(R"({"metadata":{"name":"dcgm","namespace":"monitoring"},
+        "status":{"allocation":{"devices":{"results":[
+          {"request":"gpu","driver":"gpu.nvidia.com","pool":"node1","device":"gpu-0","adminAccess":true},
+          {"request":"gpu","driver":"gpu.nvidia.com","pool":"node1","device":"gpu-1","adminAccess":false},
+          {"request":"gpu","driver":"gpu.nvidia.com","pool":"node1","device":"gpu-2"}]}}}})");
+    REQUIRE(h.results.size() == 3);
+    CHECK(h.results[0].adminAccess);
+    CHECK_FALSE(h.results[1].adminAccess);
+    CHECK_FALSE(h.results[2].adminAccess);
+    ClaimIntent c = exampleIntent();
+    const std::string status = encodeClaimStatus(c, "1"), create = encodeClaimCreate(c);
+    CHECK(status.find("adminAccess") == std::string::npos);
+    CHECK(create.find("adminAccess") == std::string::npos);
+    // an existing claim whose results are admin-access is not the allocation we want
+    ClaimHolding existing = parseClaimHolding(status);
+    REQUIRE(allocationMatches(existing, c));
+    existing.results[0].adminAccess = true;
+    CHECK_FALSE(allocationMatches(existing, c));
+}

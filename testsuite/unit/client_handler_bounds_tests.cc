@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // One object the informers cannot decode costs only itself: it is logged
-// and skipped (a slice) or its last good version kept (a claim), and the
+// and skipped (a slice) or kept as what can be read of it (a claim), and the
 // string pool's bound holds whatever the slices contain.
 #include "k8s_client/inventory_handlers.h"
 #include "k8s_client/json.h"
@@ -66,7 +66,27 @@ TEST_CASE("a full string pool skips the slice that does not fit, not the informe
     CHECK_FALSE(store.current()->slice("gpu.nvidia.com", "ok"));
 }
 
-TEST_CASE("an undecodable claim event keeps the claim's last good version") {
+namespace {
+// claim_allocated.json with more results than anything accepts.
+std::string oversized_claim() {
+    std::string text = test::readFixture("claim_allocated.json");
+    std::string many;
+    for (int i = 0; i < 2000; ++i)
+        many += std::string(i ? "," : "") + R"({"request":"r","driver":"dra.cpu","pool":"node1","device":"cpudev000"})";
+    const auto at = text.find("\"results\"");
+    REQUIRE(at != std::string::npos);
+    const auto open = text.find('[', at), close = text.find(']', open);
+    return text.substr(0, open + 1) + many + text.substr(close);
+}
+
+const ClaimHolding *only_claim(const Snapshot &snap) {
+    const ClaimHolding *found = nullptr;
+    snap.forEachClaim([&](const ClaimHolding &c) { found = &c; });
+    return found;
+}
+}  // namespace
+
+TEST_CASE("an undecodable claim event stands as what can be read of it, its node kept out") {
     SnapshotStore store({});
     Recorder rec;
     ClaimHandler h(store, rec.logger());
@@ -75,27 +95,57 @@ TEST_CASE("an undecodable claim event keeps the claim's last good version") {
     h.beginList();
     h.listItem(good);
     h.endList();
-    const auto before = store.current();
-    REQUIRE(before->claims.size() == 1);
-    // the same claim, now with more results than anything accepts
-    std::string text = test::readFixture("claim_allocated.json");
-    std::string many;
-    for (int i = 0; i < 2000; ++i)
-        many += std::string(i ? "," : "") + R"({"request":"r","driver":"dra.cpu","pool":"n1","device":"cpudev000"})";
-    const auto at = text.find("\"results\"");
-    REQUIRE(at != std::string::npos);
-    const auto open = text.find('[', at), close = text.find(']', open);
-    text = text.substr(0, open + 1) + many + text.substr(close);
-    json::parse(bad, text);
+    REQUIRE(store.current()->claims.size() == 1);
+    json::parse(bad, oversized_claim());
     CHECK_NOTHROW(h.upsert(bad));
     h.commit();
     const auto after = store.current();
     REQUIRE(after->claims.size() == 1);
-    bool same = false;
-    after->forEachClaim([&](const ClaimHolding &c) {
-        before->forEachClaim([&](const ClaimHolding &b) { same = c == b; });
-    });
-    CHECK(same);
+    const ClaimHolding *c = only_claim(*after);
+    REQUIRE(c);
+    CHECK(c->name == "slurm-1234-node1");
+    CHECK(c->allocated);
+    CHECK(c->undecodable.find("allocation results") != std::string::npos);
+    CHECK(c->nodeName == "node1");
+    CHECK(c->labels.empty());  // never the plugin's own, whatever it carried
     REQUIRE_FALSE(rec.errors.empty());
-    CHECK(rec.errors.back().find("keeping the last good version") != std::string::npos);
+    CHECK(rec.errors.back().find("keeps the nodes it names out") != std::string::npos);
+}
+
+TEST_CASE("an undecodable claim in a list is kept, not skipped: skipping would free its devices") {
+    SnapshotStore store({});
+    Recorder rec;
+    ClaimHandler h(store, rec.logger());
+    rapidjson::Document bad;
+    json::parse(bad, oversized_claim());
+    h.beginList();
+    h.listItem(bad);
+    h.endList();
+    const auto snap = store.current();
+    REQUIRE(snap->claims.size() == 1);
+    const ClaimHolding *c = only_claim(*snap);
+    REQUIRE(c);
+    CHECK_FALSE(c->undecodable.empty());
+    CHECK(c->allocated);
+    REQUIRE(c->results.size() == 1);  // its pools, each once
+    CHECK(c->results[0].pool == "node1");
+}
+
+TEST_CASE("what can be read of a claim that cannot be decoded") {
+    rapidjson::Document d;
+    // an unallocated claim holds nothing, readable or not
+    json::parse(d, R"({"metadata":{"name":"x","namespace":"t"},"spec":7})");
+    CHECK_FALSE(salvageClaimHolding(d, "why").allocated);
+    // a result whose device is not a string, another whose pool is not either
+    json::parse(d, R"({"metadata":{"name":"x","namespace":"t"},"status":{"allocation":{"devices":{"results":[
+        {"driver":"gpu.nvidia.com","pool":"n7","device":5},{"pool":9}]}}}})");
+    ClaimHolding h = salvageClaimHolding(d, "why");
+    CHECK(h.allocated);
+    CHECK(h.undecodable == "why");
+    REQUIRE(h.results.size() == 1);
+    CHECK(h.results[0].pool == "n7");
+    CHECK_THROWS(decodeClaimHolding(d));
+    // not even an object
+    json::parse(d, "[1]");
+    CHECK_NOTHROW(salvageClaimHolding(d, ""));
 }
