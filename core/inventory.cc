@@ -167,9 +167,7 @@ Inventory Inventory::build(const std::vector<ResourceSlice> &slices,
     bo.gpu_drivers = opts.gpu_drivers;
     for (auto &[name, ns] : select_pools(slices))
         inv.insert(inv.make_entry(name, {build_node_topology(name, ns.complete, bo), ns.incomplete}));
-    for (const ClaimHolding &c : claims)
-        if (c.allocated)
-            inv.apply_claim(c, opts);
+    inv.apply_claims(claims, opts);
     return inv;
 }
 
@@ -211,9 +209,7 @@ void Inventory::put_node(const std::string &name, std::optional<NodeBuild> built
     if (!built)
         remove_node(name);  // its claims now name no usable node: errors, as before
     const std::string &placed = built ? insert(make_entry(name, std::move(*built))).name : name;
-    for (const ClaimHolding &c : claims)
-        if (c.allocated)
-            apply_claim(c, opts, &placed);
+    apply_claims(claims, opts, &placed);
 }
 
 void Inventory::remove_node(const std::string &name) {
@@ -246,8 +242,9 @@ Holder holder_of(const ClaimHolding &c, const InventoryOptions &opts) {
     return Holder::of_claim(c.ns, c.name);
 }
 
-// Grouped mode without a cpuset: the driver picks the CPUs, we only know how
-// many; count them against the group's highest free CPUs.
+// Grouped mode: the driver picks the CPUs of a count itself; take them from
+// the group's highest CPUs that nothing holds yet. False when the group has
+// fewer free CPUs than the count (all of them are then taken).
 bool take_from_group(const CpuTopology &t, const Words &group, const Words &free,
                      int64_t count, Words &out) {
     for (size_t i = t.cpus.size(); i-- > 0 && count > 0;) {
@@ -256,7 +253,29 @@ bool take_from_group(const CpuTopology &t, const Words &group, const Words &free
             --count;
         }
     }
-    return count == 0;
+    return count <= 0;
+}
+
+// The CPUs of group `g` a grouped result names exactly: its claim's cpuset,
+// for a Slurm job's own claim (Slurm's record of the job's CPUs) or where the
+// driver pins that cpuset (groupBy: machine); none otherwise. A tenant's
+// cpuset is its own configuration and never lowers its count.
+Words exact_group_cpus(const CpuTopology &t, size_t g, const ClaimHolding &c, bool own) {
+    Words out(t.words, 0);
+    std::vector<int32_t> ids;
+    if ((own || t.cpuset_honoured()) && !c.opaqueCpuset.empty() && parse_cpuset(c.opaqueCpuset, &ids))
+        for (int32_t id : ids)
+            if (int64_t i = t.cpu_index(id); i >= 0 && bit_test(t.groups[g].mask, static_cast<size_t>(i)))
+                bit_set(out, static_cast<size_t>(i));
+    return out;
+}
+
+int64_t consumed_cpus(const AllocationResult &r, const InventoryOptions &opts) {
+    auto q = r.consumedCapacity.find(opts.cpu_driver + "/cpu");
+    int64_t n = 0;
+    if (q != r.consumedCapacity.end())
+        std::from_chars(q->second.data(), q->second.data() + q->second.size(), n);
+    return n;
 }
 
 }  // namespace
@@ -277,7 +296,17 @@ void Inventory::hold_unavailable(NodeEntry &e) {
                                  Words(t.words, 0), uint64_t{1} << g);
 }
 
-void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts,
+void Inventory::apply_claims(const std::vector<ClaimHolding> &claims, const InventoryOptions &opts,
+                             const std::string *only) {
+    // Exact devices first, grouped counts after: a count then never lands on
+    // CPUs another claim names exactly, leaving those looking free.
+    for (ClaimPass pass : {ClaimPass::Exact, ClaimPass::Counts})
+        for (const ClaimHolding &c : claims)
+            if (c.allocated)
+                apply_claim(c, opts, pass, only);
+}
+
+void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts, ClaimPass pass,
                             const std::string *only) {
     const Holder who = holder_of(c, opts);
     const std::string tag = "claim " + c.ns + "/" + c.name + ": ";
@@ -287,12 +316,33 @@ void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts,
         claim_errors_.push_back(tag + why + "; node " + e.name + " kept out");
         if (e.invalid.empty()) e.invalid = tag + why;
     };
+    auto target_node = [&](const AllocationResult &r) -> NodeEntry * {
+        const std::string &target = c.nodeName.empty() ? r.pool : c.nodeName;
+        return only && target != *only ? nullptr : node(target);
+    };
+    if (!c.undecodable.empty()) {
+        if (pass != ClaimPass::Exact) return;
+        std::vector<std::string> seen;
+        auto out = [&](const std::string &n) {
+            if ((only && n != *only) || std::find(seen.begin(), seen.end(), n) != seen.end()) return;
+            seen.push_back(n);
+            if (NodeEntry *e = node(n)) unusable(*e, "undecodable (" + c.undecodable + ")");
+        };
+        if (!c.nodeName.empty()) out(c.nodeName);
+        for (const AllocationResult &r : c.results) out(r.pool);
+        if (seen.empty())
+            claim_errors_.push_back(tag + "undecodable (" + c.undecodable + ") and names no node");
+        return;
+    }
+    const bool own = who.kind == Holder::Kind::Job && !who.bridged;
     std::map<std::string, std::pair<Words, uint64_t>> per_node;
     for (const AllocationResult &r : c.results) {
-        const std::string &target = c.nodeName.empty() ? r.pool : c.nodeName;
-        NodeEntry *e = only && target != *only ? nullptr : node(target);
+        if (r.adminAccess)  // kube-scheduler counts it as allocating nothing
+            continue;
+        NodeEntry *e = target_node(r);
         if (!e || !e->topology.cpu) {
-            claim_errors_.push_back(tag + "node of pool " + r.pool + " is not usable");
+            if (pass == ClaimPass::Exact)
+                claim_errors_.push_back(tag + "node of pool " + r.pool + " is not usable");
             continue;
         }
         const CpuTopology &t = *e->topology.cpu;
@@ -301,28 +351,23 @@ void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts,
         if (r.driver == opts.cpu_driver) {
             auto it = t.by_device.find(r.device);
             if (it == t.by_device.end()) {
-                unusable(*e, "unknown device " + r.device);
+                if (pass == ClaimPass::Exact) unusable(*e, "unknown device " + r.device);
             } else if (!t.grouped) {
-                bit_set(cpus, it->second);
+                if (pass == ClaimPass::Exact) bit_set(cpus, it->second);
             } else {
-                std::vector<int32_t> ids;
-                if (!c.opaqueCpuset.empty() && parse_cpuset(c.opaqueCpuset, &ids)) {
-                    for (int32_t id : ids)
-                        if (int64_t i = t.cpu_index(id); i >= 0 &&
-                                bit_test(t.groups[it->second].mask, static_cast<size_t>(i)))
-                            bit_set(cpus, static_cast<size_t>(i));
-                } else {
-                    auto q = r.consumedCapacity.find(opts.cpu_driver + "/cpu");
-                    int64_t n = 0;
-                    if (q != r.consumedCapacity.end())
-                        std::from_chars(q->second.data(), q->second.data() + q->second.size(), n);
-                    if (!take_from_group(t, t.groups[it->second].mask,
-                                         e->ledger.free_cpus(), n, cpus))
-                        claim_errors_.push_back(tag + "group " + r.device +
-                                                " has too few free CPUs");
+                const Words exact = exact_group_cpus(t, it->second, c, own);
+                if (pass == ClaimPass::Exact) {
+                    for (size_t w = 0; w < t.words; ++w) cpus[w] |= exact[w];
+                    continue;
                 }
+                // At least its consumed count in this group, whatever cpuset it carries.
+                const int64_t need = consumed_cpus(r, opts) -
+                                     static_cast<int64_t>(popcount_and(exact.data(), t.groups[it->second].mask.data(), t.words));
+                if (need > 0 && !take_from_group(t, t.groups[it->second].mask, e->ledger.free_cpus(), need, cpus))
+                    claim_errors_.push_back(tag + "group " + r.device + " has too few free CPUs for its count " +
+                                            "(all of them stay out)");
             }
-        } else {
+        } else if (pass == ClaimPass::Exact) {
             // a MIG slice or partition takes its whole GPU from Slurm
             const int g = gpu_index_of(e->topology, r.driver, r.device);
             if (g >= 0 && g < 64)

@@ -141,8 +141,11 @@ private:
     NodeEntry &insert(NodeEntry e);
     void remove_node(const std::string &name);
     // only: apply the results on that node alone, the others as on no node.
-    void apply_claim(const ClaimHolding &c, const InventoryOptions &opts,
-                     const std::string *only = nullptr);
+    void apply_claims(const std::vector<ClaimHolding> &claims, const InventoryOptions &opts,
+                      const std::string *only = nullptr);
+    enum class ClaimPass { Exact, Counts };
+    void apply_claim(const ClaimHolding &c, const InventoryOptions &opts, ClaimPass pass,
+                     const std::string *only);
     static void hold_unavailable(NodeEntry &e);
     std::shared_ptr<const CpuTopology> intern(std::shared_ptr<const CpuTopology> t);
 

@@ -83,6 +83,10 @@ struct CpuTopology {
 
     // Index of the CPU with this Linux id, or -1.
     int64_t cpu_index(int32_t cpu_id) const;
+    // Does the driver pin a claim's opaque cpuset? dra.cpu does only in
+    // groupBy: machine (one group of every CPU); in numa/socket grouping it
+    // picks a share's CPUs itself and the cpuset is ignored.
+    bool cpuset_honoured() const;
     // Canonical text of the whole model, used to share identical topologies.
     std::string fingerprint() const;
 };

@@ -151,6 +151,11 @@ int64_t CpuTopology::cpu_index(int32_t cpu_id) const {
     return it == by_cpu_id.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
+bool CpuTopology::cpuset_honoured() const {
+    return grouped && groups.size() == 1 &&
+           popcount_and(groups.front().mask.data(), groups.front().mask.data(), words) == cpus.size();
+}
+
 std::string CpuTopology::fingerprint() const {
     std::string s = grouped ? "G" : "I";
     for (const CpuInfo &c : cpus) {

@@ -138,7 +138,7 @@ void split(const JobAlloc &job, const std::string &node, const NodeClaim &nc, co
 // Slurm's exact CPUs are not what a pod on the node is kept from (machine
 // grouping honours the cpuset). Said once per node and process.
 void note_grouped(const std::string &node, const CpuTopology &cpu, const Logger &log) {
-    if (cpu.groups.size() == 1 && cpu.groups.front().device == "cpudevmachine") return;
+    if (cpu.cpuset_honoured()) return;
     static std::mutex mu;
     static std::set<std::string> told;
     {
@@ -180,13 +180,20 @@ std::string stable_uuid(const std::string &text) {
 
 std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &inventory,
                                     const PluginConfig &config, const std::string &cluster,
-                                    std::string *error, const Logger *log) {
+                                    std::string *error, const Logger *log,
+                                    std::vector<std::string> *failed) {
     std::vector<ClaimIntent> out;
     for (const JobNodeAlloc &n : job.nodes) {
         const NodeEntry *entry = inventory.node(n.node);
         if (!entry || !entry->usable()) continue;
         NodeClaim nc;
-        if (!node_claim(job, n, *entry, config, &nc, error)) return {};
+        std::string why;
+        if (!node_claim(job, n, *entry, config, &nc, &why)) {
+            // this node alone: the job's claims on its other nodes stand
+            *error += (error->empty() ? "" : "; ") + why;
+            if (failed) failed->push_back(n.node);
+            continue;
+        }
         if (log && nc.grouped && !nc.cpu_ids.empty()) note_grouped(n.node, *entry->topology.cpu, *log);
         split(job, n.node, nc, config, cluster, &out);
     }

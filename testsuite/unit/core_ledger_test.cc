@@ -231,30 +231,138 @@ TEST_CASE("the CPU and GPU drivers named in the configuration are the ones read"
     CHECK_FALSE((plain.node("n1") && plain.node("n1")->usable()));
 }
 
-TEST_CASE("grouped claims hold their cpuset or a count from the group", "[ledger]") {
+namespace {
+// dra.cpu grouped devices: `per_group` CPUs in each of `n` groups, named as
+// the driver names them (numa grouping, or one machine group).
+std::vector<Device> cpu_groups(int n, int per_group, bool machine = false) {
     std::vector<Device> groups;
-    for (int n = 0; n < 2; ++n) {
+    for (int g = 0; g < n; ++g) {
         Device d;
-        d.name = "cpudevnuma00" + std::to_string(n);
+        d.name = machine ? "cpudevmachine" : "cpudevnuma00" + std::to_string(g);
         d.allowMultipleAllocations = true;
-        d.attributes["resource.kubernetes.io/numaNode"] = int64_t{n};
+        d.attributes["resource.kubernetes.io/numaNode"] = int64_t{g};
         d.attributes["dra.cpu/socketID"] = int64_t{0};
         d.attributes["dra.cpu/smtEnabled"] = true;
-        d.capacity["dra.cpu/cpu"] = "4";
+        d.capacity["dra.cpu/cpu"] = std::to_string(per_group);
         groups.push_back(d);
     }
-    auto withset = claim("a", {result(kCpuDriver, "cpudevnuma000")});
-    withset.results[0].consumedCapacity["dra.cpu/cpu"] = "2";
-    withset.opaqueCpuset = "0-1";
-    auto counted = claim("b", {result(kCpuDriver, "cpudevnuma001")});
-    counted.results[0].consumedCapacity["dra.cpu/cpu"] = "3";
-    Inventory inv = Inventory::build({slice("n1", kCpuDriver, groups)}, {withset, counted});
+    return groups;
+}
+
+ClaimHolding group_share(const std::string &name, const std::string &group, int count,
+                         const std::string &cpuset = "") {
+    auto c = claim(name, {result(kCpuDriver, group)});
+    c.results[0].consumedCapacity["dra.cpu/cpu"] = std::to_string(count);
+    c.opaqueCpuset = cpuset;
+    return c;
+}
+
+size_t free_in(const NodeEntry &n, size_t first, size_t count) {
+    size_t k = 0;
+    for (size_t i = first; i < first + count; ++i) k += bit_test(n.ledger.free_cpus(), i);
+    return k;
+}
+}  // namespace
+
+TEST_CASE("grouped claims hold their count in each group", "[ledger]") {
+    // numa grouping: the driver picks a share's CPUs, a pod's cpuset pins nothing
+    Inventory inv = Inventory::build({slice("n1", kCpuDriver, cpu_groups(2, 4))},
+                                     {group_share("a", "cpudevnuma000", 2, "0-1"),
+                                      group_share("b", "cpudevnuma001", 3)});
+    const NodeEntry *n = inv.node("n1");
+    REQUIRE(n->usable());
+    CHECK_FALSE(n->topology.cpu->cpuset_honoured());
+    CHECK(inv.claim_errors().empty());
+    CHECK(n->ledger.free_cpu_count() == 3);
+    CHECK(free_in(*n, 0, 4) == 2);
+    CHECK(free_in(*n, 4, 4) == 1);
+}
+
+TEST_CASE("a pod's cpuset never lowers its consumed count", "[ledger]") {
+    // 32 CPUs consumed with cpuset "0": Kubernetes counts 32 taken, so Slurm
+    // may use the group's capacity minus 32, never 63.
+    SECTION("numa grouping: the count alone") {
+        Inventory inv = Inventory::build({slice("n1", kCpuDriver, cpu_groups(2, 64))},
+                                         {group_share("greedy", "cpudevnuma000", 32, "0")});
+        const NodeEntry *n = inv.node("n1");
+        REQUIRE(n->usable());
+        CHECK(free_in(*n, 0, 64) == 32);
+        CHECK(free_in(*n, 64, 64) == 64);
+    }
+    SECTION("machine grouping: its cpuset is pinned, and the rest of its count as well") {
+        Inventory inv = Inventory::build({slice("n1", kCpuDriver, cpu_groups(1, 64, true))},
+                                         {group_share("greedy", "cpudevmachine", 32, "0")});
+        const NodeEntry *n = inv.node("n1");
+        REQUIRE(n->usable());
+        REQUIRE(n->topology.cpu->cpuset_honoured());
+        CHECK(n->ledger.free_cpu_count() == 32);
+        CHECK_FALSE(bit_test(n->ledger.free_cpus(), 0));  // the pinned CPU is among them
+    }
+}
+
+TEST_CASE("grouped counts never land on CPUs an exact claim names", "[ledger]") {
+    // a pod's count, listed first, and a Slurm job's exact CPUs 2-3 in the
+    // same group of 4: together they take all four, not leave two looking free
+    auto job = group_share("slurm-7", "cpudevnuma000", 2, "2-3");
+    job.labels["k8s-cons-tres.slurm.io/job-id"] = "7";
+    Inventory inv = Inventory::build({slice("n1", kCpuDriver, cpu_groups(2, 4))},
+                                     {group_share("a-pod", "cpudevnuma000", 2), job});
     const NodeEntry *n = inv.node("n1");
     REQUIRE(n->usable());
     CHECK(inv.claim_errors().empty());
-    CHECK(n->ledger.free_cpu_count() == 3);
-    CHECK_FALSE(bit_test(n->ledger.free_cpus(), 0));
-    CHECK(bit_test(n->ledger.free_cpus(), 4));  // group 1 keeps its lowest CPU free
+    CHECK(free_in(*n, 0, 4) == 0);
+    const Words held_by_job = n->ledger.held_cpus(Holder::Kind::Job);
+    CHECK(bit_test(held_by_job, 2));
+    CHECK(bit_test(held_by_job, 3));
+    CHECK_FALSE(bit_test(n->ledger.held_cpus(Holder::Kind::Claim), 2));
+}
+
+TEST_CASE("a group counted past its capacity keeps all of it from Slurm", "[ledger]") {
+    Inventory inv = Inventory::build({slice("n1", kCpuDriver, cpu_groups(2, 4))},
+                                     {group_share("a", "cpudevnuma000", 3), group_share("b", "cpudevnuma000", 3)});
+    const NodeEntry *n = inv.node("n1");
+    CHECK(free_in(*n, 0, 4) == 0);
+    CHECK(free_in(*n, 4, 4) == 4);
+    REQUIRE(inv.claim_errors().size() == 1);
+    CHECK(inv.claim_errors()[0].find("too few free CPUs") != std::string::npos);
+}
+
+TEST_CASE("adminAccess results allocate nothing, as kube-scheduler counts them", "[ledger]") {
+    // a monitoring DaemonSet's admin-access claims on every GPU and CPU
+    std::vector<ResourceSlice> slices{
+        slice("n1", kCpuDriver, small_smt_cpus()),
+        slice("n1", kNvidiaDriver, {nvidia_gpu(0, 0, "0000:41:00.0"), nvidia_gpu(1, 1, "0000:c1:00.0")})};
+    auto monitor = claim("dcgm", {result(kNvidiaDriver, "gpu-0"), result(kNvidiaDriver, "gpu-1"),
+                                  result(kCpuDriver, "cpudev000")});
+    for (auto &r : monitor.results) r.adminAccess = true;
+    auto pod = claim("pod", {result(kNvidiaDriver, "gpu-1")});
+    Inventory inv = Inventory::build(slices, {monitor, pod});
+    const NodeEntry *n = inv.node("n1");
+    REQUIRE(n->usable());
+    CHECK(n->ledger.held_gpus(Holder::Kind::Claim) == 0b10);  // only the ordinary claim's
+    CHECK(n->ledger.free_cpu_count() == 8);
+    CHECK(inv.claim_errors().empty());
+}
+
+TEST_CASE("an undecodable claim keeps the nodes it names out", "[ledger]") {
+    std::vector<ResourceSlice> slices{slice("n1", kCpuDriver, small_smt_cpus()),
+                                      slice("n2", kCpuDriver, small_smt_cpus())};
+    ClaimHolding bad;
+    bad.ns = "tenant";
+    bad.name = "odd";
+    bad.allocated = true;
+    bad.undecodable = "'device' is not a string";
+    bad.results.push_back({"", "", "n2", "", "", {}});
+    Inventory inv = Inventory::build(slices, {bad});
+    REQUIRE(inv.node("n1"));
+    CHECK(inv.node("n1")->usable());
+    REQUIRE(inv.node("n2"));
+    CHECK_FALSE(inv.node("n2")->usable());
+    CHECK(inv.node("n2")->invalid.find("undecodable") != std::string::npos);
+    // the same, on the node-by-node path the client takes
+    Inventory later = Inventory::build(slices, {});
+    later.rebuild_nodes({"n2"}, {{"n2", {slices[1]}}}, {{"n2", {bad}}});
+    CHECK_FALSE(later.node("n2")->usable());
 }
 
 TEST_CASE("a cpuset of any size costs bounded memory", "[ledger]") {
