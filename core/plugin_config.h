@@ -46,10 +46,11 @@ struct PluginConfig {
     // Holder pods: one pod per job and Kubernetes node consumes the job's
     // claims, so kubelet prepares them and the drivers carve the devices out
     // of the node's shared pool. The image runs nothing; the default is the
-    // pause image's repository path, resolved by the node's registry settings
-    // (sites name their mirror of it in HolderImage=).
+    // pause image kubelet itself uses as sandbox image, fully qualified so no
+    // registry search list can resolve it elsewhere (sites with a mirror name
+    // it in HolderImage=).
     bool holder_pods = true;                                     // HolderPods=
-    std::string holder_image = "pause:3.10";                     // HolderImage=
+    std::string holder_image = "registry.k8s.io/pause:3.10";     // HolderImage=
     std::string holder_priority_class = "slurm-k8s-cons-tres-holder";  // HolderPriorityClass=
 
     // Slurm EXTERNAL nodes (Slurm 25.05+): with NodeDiscovery=external every

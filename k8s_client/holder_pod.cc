@@ -34,6 +34,21 @@ std::string encodeHolderPod(const HolderIntent &in) {
     w.Bool(false);
     w.Key("enableServiceLinks");
     w.Bool(false);
+    // Pod Security "restricted", which the claim namespace enforces: a stolen
+    // plugin token can then start no privileged pod on a node.
+    w.Key("securityContext");
+    w.StartObject();
+    w.Key("runAsNonRoot");
+    w.Bool(true);
+    w.Key("runAsUser");
+    w.Int(65535);  // the pause image's own user
+    w.Key("runAsGroup");
+    w.Int(65535);
+    w.Key("seccompProfile");
+    w.StartObject();
+    json::kv(w, "type", "RuntimeDefault");
+    w.EndObject();
+    w.EndObject();
     // Slurm placed the job: no taint of the node may keep its devices unheld.
     w.Key("tolerations");
     w.StartArray();
@@ -55,6 +70,20 @@ std::string encodeHolderPod(const HolderIntent &in) {
     w.StartObject();
     json::kv(w, "name", "holder");
     json::kv(w, "image", in.image);
+    w.Key("securityContext");
+    w.StartObject();
+    w.Key("allowPrivilegeEscalation");
+    w.Bool(false);
+    w.Key("readOnlyRootFilesystem");
+    w.Bool(true);
+    w.Key("capabilities");
+    w.StartObject();
+    w.Key("drop");
+    w.StartArray();
+    json::str(w, "ALL");
+    w.EndArray();
+    w.EndObject();
+    w.EndObject();
     w.Key("resources");
     w.StartObject();
     w.Key("requests");

@@ -83,6 +83,9 @@ def test_base_holds_what_the_plugin_needs():
         "ClusterRoleBinding", "PriorityClass", "DeviceClass"])
     ns = default_claim_namespace()
     assert [d["metadata"]["name"] for d in kinds["Namespace"]] == [ns]
+    # holder pods pass "restricted"; a stolen token starts nothing privileged
+    labels = kinds["Namespace"][0]["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted", labels
     for d in items:
         if d["kind"] in CLUSTER_SCOPED:
             assert "namespace" not in d["metadata"], d
@@ -97,6 +100,9 @@ def test_base_holds_what_the_plugin_needs():
 
 
 def test_loose_files_say_the_same_as_the_base():
+    loose_ns, = [d for d in docs((TOP / "etc" / "rbac.yaml").read_text()) if d["kind"] == "Namespace"]
+    base_ns, = [d for d in docs(kustomize(BASE)) if d["kind"] == "Namespace"]
+    assert loose_ns["metadata"]["labels"] == base_ns["metadata"]["labels"]
     base = [strip(d) for d in docs(kustomize(BASE))]
     rbac = [strip(d) for d in docs((TOP / "etc" / "rbac.yaml").read_text())]
     classes = [strip(d) for d in

@@ -183,3 +183,37 @@ TEST_CASE("HolderPods, HolderImage and HolderPriorityClass are read from k8s_con
     CHECK_FALSE(parse_plugin_config(base + "HolderPriorityClass=Not_DNS\n", "f").config);
     CHECK_FALSE(parse_plugin_config(base + "HolderPods=maybe\n", "f").config);
 }
+
+TEST_CASE("holder pods pass Pod Security restricted, hold no token and run the sandbox image") {
+    // The checks of the "restricted" profile that a pod spec can fail, as the
+    // Pod Security admission applies them, plus what the plugin adds.
+    HolderIntent h;
+    h.name = "slurm-hpc1-42-node1-holder";
+    h.ns = "slurm";
+    h.node = "node1";
+    h.image = PluginConfig{}.holder_image;
+    h.claims = {claimName("hpc1", 42, "node1", 0)};
+    auto d = parse(encodeHolderPod(h));
+    const auto &spec = d["spec"];
+    for (const char *host : {"hostNetwork", "hostPID", "hostIPC"})
+        CHECK_FALSE((spec.HasMember(host) && spec[host].GetBool()));
+    CHECK_FALSE(spec.HasMember("volumes"));
+    CHECK_FALSE(spec["automountServiceAccountToken"].GetBool());
+    const auto &psc = spec["securityContext"];
+    CHECK(psc["runAsNonRoot"].GetBool());
+    CHECK(psc["runAsUser"].GetInt() != 0);
+    CHECK(std::string(psc["seccompProfile"]["type"].GetString()) == "RuntimeDefault");
+    REQUIRE(spec["containers"].Size() == 1);
+    CHECK_FALSE(spec.HasMember("initContainers"));
+    const auto &ctr = spec["containers"][0];
+    const auto &sc = ctr["securityContext"];
+    CHECK_FALSE((sc.HasMember("privileged") && sc["privileged"].GetBool()));
+    CHECK_FALSE(sc["allowPrivilegeEscalation"].GetBool());
+    CHECK(sc["readOnlyRootFilesystem"].GetBool());
+    REQUIRE(sc["capabilities"]["drop"].Size() == 1);
+    CHECK(std::string(sc["capabilities"]["drop"][0].GetString()) == "ALL");
+    CHECK_FALSE(sc["capabilities"].HasMember("add"));
+    CHECK_FALSE(ctr.HasMember("ports"));
+    // fully qualified: no registry search list can resolve it to another image
+    CHECK(std::string(ctr["image"].GetString()) == "registry.k8s.io/pause:3.10");
+}
