@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // k8sdra_ctld.h's node discovery calls. Nothing throws past these functions.
 #include "core/engine.h"
+#include "core/external_nodes.h"
 #include "core/k8sdra_ctld.h"
 
 #include <cstdio>
@@ -36,6 +37,17 @@ extern "C" uint64_t k8sdra_discovery_version(void) {
         return engine ? engine->discovery_version() : 0;
     } catch (...) {
         return 0;
+    }
+}
+
+extern "C" int k8sdra_node_is_discovered(int external, const char *features) {
+    try {
+        k8sdra::SlurmNodeState n;
+        n.external = external != 0;
+        n.features = features ? features : "";
+        return k8sdra::is_discovered(n) ? 1 : 0;
+    } catch (...) {
+        return 1;  // in doubt it is Kubernetes': kept out rather than plain
     }
 }
 

@@ -140,6 +140,11 @@ K8SDRA_API int k8sdra_node_discovery(void);	/* 1 when configured */
  * last one has nothing new to act on from Kubernetes. */
 K8SDRA_API uint64_t k8sdra_discovery_version(void);
 
+/* 1 when node discovery made this node (EXTERNAL with its marker feature,
+ * core/external_nodes.h): a Kubernetes node whatever KubernetesNodes says,
+ * unavailable while it has no slices, never plain. Needs no engine. */
+K8SDRA_API int k8sdra_node_is_discovered(int external, const char *features);
+
 struct k8sdra_slurm_node_state {
 	const char *name;
 	uint32_t cpus, sockets, cores_per_socket, threads_per_core;

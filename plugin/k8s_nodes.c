@@ -62,6 +62,20 @@ extern bool k8s_nodes_due(void)
 	return true;
 }
 
+/* Its features as slurm.conf or the create gave them. */
+static const char *_features(node_record_t *node_ptr)
+{
+	config_record_t *c = node_ptr->config_ptr;
+
+	return c && c->feature ? c->feature : node_ptr->features;
+}
+
+extern bool k8s_node_discovered(node_record_t *node_ptr)
+{
+	return IS_NODE_EXTERNAL(node_ptr) &&
+	       k8sdra_node_is_discovered(1, _features(node_ptr));
+}
+
 /* node READ lock held; strings[3 * i + 0..2] own node i's strings */
 static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, int *n)
 {
@@ -83,8 +97,7 @@ static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, i
 		s->threads_per_core = node_ptr->threads;
 		s->real_memory = node_ptr->real_memory;
 		s->gres = own[1] = xstrdup(c && c->gres ? c->gres : node_ptr->gres);
-		s->features = own[2] =
-			xstrdup(c && c->feature ? c->feature : node_ptr->features);
+		s->features = own[2] = xstrdup(_features(node_ptr));
 		s->external = IS_NODE_EXTERNAL(node_ptr) ? 1 : 0;
 		s->drained = IS_NODE_DRAIN(node_ptr) ? 1 : 0;
 		s->drained_by_us = s->drained && node_ptr->reason &&
@@ -191,6 +204,12 @@ extern void k8s_nodes_sync(void)
 }
 
 #else	/* before 25.05: no EXTERNAL nodes */
+
+extern bool k8s_node_discovered(node_record_t *node_ptr)
+{
+	(void) node_ptr;
+	return false;
+}
 
 extern bool k8s_nodes_due(void)
 {

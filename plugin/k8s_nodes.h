@@ -11,6 +11,11 @@
 
 #include <stdbool.h>
 
+struct node_record;
+/* A node discovery made (EXTERNAL with its marker feature): a Kubernetes
+ * node whatever KubernetesNodes says. Always false before 25.05. */
+extern bool k8s_node_discovered(struct node_record *node_ptr);
+
 /* Whether a round is due (at most one a second, only when configured). */
 extern bool k8s_nodes_due(void);
 /* One round: read slurmctld's nodes, ask the core, carry out its plan. */

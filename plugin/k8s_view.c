@@ -13,6 +13,7 @@
 #include "src/common/xstring.h"
 
 #include "core/k8sdra_ctld.h"
+#include "k8s_nodes.h"
 #include "k8s_view.h"
 
 #define PREFIX "select/k8s_cons_tres: "
@@ -132,8 +133,10 @@ static void _rebuild(uint64_t gen)
 	cached_node_cnt = node_record_count;
 	excl_any = false;
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		/* a node discovery made is Kubernetes' whatever the list says */
 		if (all || (k8s_nodes &&
-			    hostlist_find(k8s_nodes, node_ptr->name) >= 0))
+			    hostlist_find(k8s_nodes, node_ptr->name) >= 0) ||
+		    k8s_node_discovered(node_ptr))
 			bit_set(is_k8s, i);
 		_view_node(node_ptr, i, bit_test(is_k8s, i));
 	}

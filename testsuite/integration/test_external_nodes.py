@@ -168,6 +168,34 @@ def test_a_node_gone_from_kubernetes_is_deleted_and_restart_rediscovers(ext_clus
     end_jobs(c)
 
 
+@pytest.mark.parametrize("release", RELEASES)
+def test_discovered_nodes_are_kubernetes_nodes_whatever_the_list_says(release):
+    """KubernetesNodes names only k8s-n1: the nodes discovery made are
+    Kubernetes nodes all the same (EXTERNAL with the marker feature), so the
+    GPUs a pod holds on k8s-n2 stay out. Before, an unlisted discovered node
+    counted as plain and a job got every GPU on it."""
+    require(release)
+    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
+    try:
+        c.plugin_extra = "KubernetesNodes=k8s-n1\n"  # after the harness's own line: it wins
+        c.up(str(FIXTURES / "demo.json"), slurm=release, external=True)
+        wait_for(lambda: "k8s-n2" in c.run("sinfo", "-h", "-N", "-o", "%N").stdout.split(), timeout=60,
+                 what="k8s-n2 discovered")
+        held = wait_for(lambda: pod_held(c).get("k8s-n2"), timeout=30, what="k8s-n2's pod-held devices")
+        assert held[1], held  # the fixture's pod holds GPUs there
+        j = external_job(c, "-w", "k8s-n2", "-c", "2", "--gres=gpu:6", "--mem=100")
+        wait_job(c, j, states={"RUNNING"})
+        (alloc,) = running_allocations(c, [j])[j]
+        assert not set(alloc.gpu_idx) & set(held[1]), f"job {j} got pod-held GPUs: {alloc}"
+        end_jobs(c)
+        every = external_job(c, "-w", "k8s-n2", "-c", "2", "--gres=gpu:8", "--mem=100")
+        wait_for(lambda: show_job(c, every).get("Reason") not in (None, "None"), timeout=30,
+                 what="the 8-GPU job to be held back")
+        assert show_job(c, every).get("JobState") == "PENDING", show_job(c, every)
+    finally:
+        c.down()
+
+
 BRIDGE_JOB_LABEL = "scheduler.slinky.slurm.net/slurm-jobid"
 
 
