@@ -70,4 +70,15 @@ uint32_t bridgeClaimJob(const ClaimHolding &c, const PodMap &bridgePods) {
     return it == pod->labels.end() ? 0 : jobIdOf(it->second);
 }
 
+ClaimHolding asHeld(const ClaimHolding &c, const PluginConfig &config, const PodMap *bridgePods) {
+    ClaimHolding copy = c;
+    copy.labels.erase(kLabelJob);
+    copy.bridgedJob = 0;
+    if (const uint32_t job = ownClaimJob(c, config))
+        copy.labels[kLabelJob] = std::to_string(job);
+    else if (bridgePods && bridgePods->size())
+        copy.bridgedJob = bridgeClaimJob(c, *bridgePods);
+    return copy;
+}
+
 }  // namespace k8sdra::k8s

@@ -41,4 +41,10 @@ uint32_t ownPodJob(const PodHolding &p, const PluginConfig &config);
 // held by the pod.
 uint32_t bridgeClaimJob(const ClaimHolding &c, const PodMap &bridgePods);
 
+// The claim as the inventory (and every report of it) must see it: labelled
+// with its Slurm job only when ownClaimJob says it is the plugin's own, and
+// bridged to a job only when bridgeClaimJob says so (with bridgePods given);
+// every other claim is a pod's, whatever its labels say.
+ClaimHolding asHeld(const ClaimHolding &c, const PluginConfig &config, const PodMap *bridgePods = nullptr);
+
 }  // namespace k8sdra::k8s

@@ -76,7 +76,7 @@ void ClaimSync::submit_holder_remove(const std::string &name, const std::vector<
     submitted_[podKey(name)] = Clock::now();
 }
 
-void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
+std::vector<std::string> ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
     if (bridgeWritesClaims(jobs_[job_id], config_)) {
         // slurm-bridge writes them (its pods' claims count as the job's:
         // claim_owner's bridgeClaimJob); ours would book the devices twice.
@@ -85,14 +85,13 @@ void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
         intents_[job_id].clear();
         holders_[job_id].clear();
         incomplete_.erase(job_id);
-        return;
+        return {};
     }
     std::string error;
-    auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error, &log_);
-    if (!error.empty()) {
-        log_.error(error + "; no claim written for it");
-        intents.clear();
-    }
+    std::vector<std::string> failed;
+    auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error, &log_, &failed);
+    if (!error.empty())
+        log_.error(error + "; no claim written there (its other nodes' claims stand), tried again");
     if (config_.holder_pods)
         holders_[job_id] = job_holders(jobs_[job_id], intents, inventory, config_, config_.cluster_label);
     intents_[job_id] = std::move(intents);
@@ -103,6 +102,8 @@ void ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {
     for (const auto &n : jobs_[job_id].nodes)
         if (const NodeEntry *e = inventory.node(n.node); e && !e->usable())
             incomplete_.insert(job_id);
+    if (!failed.empty()) incomplete_.insert(job_id);
+    return failed;
 }
 
 void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) {
@@ -119,7 +120,13 @@ void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory
     intents_.erase(job.job_id);
     holders_.erase(job.job_id);
     if (!inventory) return;  // reconciliation translates once there is one
-    translate(job.job_id, *inventory);
+    // A node whose claims cannot be made now keeps those it had.
+    for (const std::string &node : translate(job.job_id, *inventory)) {
+        for (const auto &in : before)
+            if (in.nodeName == node) intents_[job.job_id].push_back(in);
+        for (const auto &h : podsBefore)
+            if (h.node == node) holders_[job.job_id].push_back(h);
+    }
     withdraw(before, podsBefore, intents_[job.job_id], holders_[job.job_id]);
     for (const auto &in : intents_[job.job_id]) {
         log_.debug("job " + std::to_string(job.job_id) + ": claim " + in.ns + "/" + in.name + " on " + in.nodeName +
@@ -225,14 +232,22 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
         if (!job) return;
         seen.insert(c.name);
         if (recently_submitted(c.name, now)) return;
-        // A running job's claims are never deleted for want of a match:
-        // only a job that is gone loses them.
-        const bool running = jobs_.count(job) != 0;
+        // A running job's claims on its nodes are never deleted for want of
+        // a match (a node that cannot take claims now keeps them); a job
+        // that is gone, or no longer on the claim's node, loses them.
+        auto run = jobs_.find(job);
+        const std::string node = claimNodes(c).front();  // ownClaimJob: one node
+        const bool running = run != jobs_.end() &&
+                             std::any_of(run->second.nodes.begin(), run->second.nodes.end(),
+                                         [&](const JobNodeAlloc &n) { return n.node == node; });
         auto want = desired.find(c.name);
-        if (!running && podClaims.count(c.name)) {
+        if (!running && config_.holder_pods && !snap.podsSynced) {
+            return;  // which pod consumes it is not known yet: delete nothing
+        } else if (!running && podClaims.count(c.name)) {
             return;  // its pod is deleted first (reconcile_pods), then it
         } else if (!running) {
-            log_.info("deleting claim " + c.ns + "/" + c.name + ": its job is no longer running");
+            log_.info("deleting claim " + c.ns + "/" + c.name + ": its job is no longer running" +
+                      (run != jobs_.end() ? " on " + node : ""));
             submit_remove(c.name, c.uid);
         } else if (want != desired.end() && !allocationMatches(c, *want->second)) {
             log_.error("claim " + c.ns + "/" + c.name + " does not hold its job's devices; recreating it");

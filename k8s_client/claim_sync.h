@@ -12,6 +12,7 @@
 #include "k8s_client/snapshot.h"
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <mutex>
@@ -32,6 +33,8 @@ public:
     // Whether this controller holds the claim namespace's Lease: only then
     // are claims written and reconciled (queued writes wait meanwhile).
     void set_leader(bool leader);
+    // Asked by the writer before every request (ClaimWriter::set_gate).
+    void set_write_gate(std::function<bool()> gate) { writer_.set_gate(std::move(gate)); }
     // Told the jobs by the controller in charge, and not in standby since.
     bool active() const;
 
@@ -41,7 +44,8 @@ public:
 
 private:
     using Clock = std::chrono::steady_clock;
-    void translate(uint32_t job_id, const Inventory &inventory);  // mu_ held
+    // mu_ held; returns the job's nodes whose claims could not be made now
+    std::vector<std::string> translate(uint32_t job_id, const Inventory &inventory);
     void submit_apply(const ClaimIntent &intent);                  // mu_ held
     // uid: exactly the object reconciliation saw; "" for the one written.
     void submit_remove(const std::string &name, const std::string &uid = "");  // mu_ held

@@ -134,6 +134,11 @@ void ClaimWriter::stop() {
         failQueued();  // never started: report here
 }
 
+void ClaimWriter::set_gate(std::function<bool()> gate) {
+    std::lock_guard<std::mutex> lk(mu_);
+    gate_ = std::move(gate);
+}
+
 void ClaimWriter::set_enabled(bool enabled) {
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -174,6 +179,10 @@ std::optional<ClaimWriter::Op> ClaimWriter::next() {
     while (!stop_->stopped()) {
         if (!enabled_) {
             cv_.wait(lk);
+            continue;
+        }
+        if (gate_ && !gate_()) {  // changes without a notify: look again soon
+            cv_.wait_for(lk, std::chrono::milliseconds(200));
             continue;
         }
         if (auto op = queue_.take(ClaimQueue::Clock::now()))

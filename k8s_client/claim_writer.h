@@ -84,6 +84,11 @@ public:
     // While disabled nothing is sent; queued operations wait (this
     // controller does not hold the lease). Enabled unless told otherwise.
     void set_enabled(bool enabled);
+    // Asked before every request is sent (set before start()): false holds
+    // the queue as set_enabled(false) does. The Lease fences each write, not
+    // only the feed's ticks, so a lease that lapsed between two ticks stops
+    // writes at once.
+    void set_gate(std::function<bool()> gate);
     WriterStats stats() const;
 
 private:
@@ -126,6 +131,7 @@ private:
     WriterStats stats_;
     ResultFn onResult_;
     bool enabled_ = true;
+    std::function<bool()> gate_;
     std::thread thread_;
     std::unordered_map<std::string, std::string> uids_;  // op key -> UID written
     static constexpr size_t kMaxUids = 1 << 20;           // beyond it, removals GET first

@@ -52,9 +52,7 @@ WatcherOptions watcher_options(const PluginConfig &pc) {
 LeaseOptions lease_options(const PluginConfig &pc) {
     LeaseOptions o;
     o.ns = pc.claim_namespace;
-    std::string cluster = labelValue(pc.cluster_label);
-    for (char &c : cluster) c = (c == '_' || c == '.') ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    o.name = "slurm-k8s-cons-tres-" + cluster;
+    o.name = leaseName(pc.cluster_label);
     o.identity = controllerIdentity();
     return o;
 }
@@ -73,6 +71,8 @@ EngineFeed::EngineFeed(std::shared_ptr<Engine> engine, std::shared_ptr<const Con
       lease_(api, lease_options(*engine_->config()), writer_options(*engine_->config()).client, log),
       watcher_(api, std::move(opts), log), updater_(*engine_->config()) {
     engine_->set_claim_sink(claims_);
+    // the writer asks at each request, not only when the feed ticks
+    claims_->set_write_gate(lease_.heldCheck());
     watcher_.store().onPublish([this](const std::shared_ptr<const Snapshot> &) {
         std::lock_guard lock(mu_);
         dirty_ = true;

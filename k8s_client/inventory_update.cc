@@ -182,7 +182,6 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
         return out;
     std::sort(out.rebuilt.begin(), out.rebuilt.end());  // the order nodes are added in
 
-    const bool bridging = snap.bridgePods.size() != 0;
     auto next = std::make_shared<Inventory>(last_ ? *last_ : Inventory());
     next->clear_claim_errors();
     std::vector<const CompactSlice *> slices;
@@ -200,13 +199,7 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
                     continue;
                 // Only our own claims stand for Slurm jobs (which Slurm tracks
                 // itself); every other claim is a pod's, whatever its labels say.
-                ClaimHolding &copy = claims.emplace_back(*c);
-                copy.labels.erase(kLabelJob);
-                copy.bridgedJob = 0;
-                if (const uint32_t job = ownClaimJob(*c, config_))
-                    copy.labels[kLabelJob] = std::to_string(job);
-                else if (bridging)
-                    copy.bridgedJob = bridgeClaimJob(*c, snap.bridgePods);
+                claims.push_back(asHeld(*c, config_, &snap.bridgePods));
             }
         }
         // A node without slices of its own leaves (its claims then name no node).

@@ -23,13 +23,15 @@ inline constexpr size_t kMaxResultsPerClaim = 32;
 inline constexpr const char *kLabelUser = "k8s-cons-tres.slurm.io/user";
 
 // Nodes the inventory does not know (not Kubernetes nodes) get no claim.
-// A core or GPU index the node does not have is an error: *error says which
-// and nothing is returned for that job. With a log, the first claim on a
-// node in numa or socket grouping logs once (info) that such claims isolate
-// CPU counts per group, not individual CPUs.
+// A core or GPU index a node does not have is an error of that node alone:
+// *error says which (errors of several nodes joined by "; "), the node is
+// added to *failed and gets no claim; the job's other nodes get theirs.
+// With a log, the first claim on a node in numa or socket grouping logs once
+// (info) that such claims isolate CPU counts per group, not individual CPUs.
 std::vector<ClaimIntent> job_claims(const JobAlloc &job, const Inventory &inventory,
                                     const PluginConfig &config, const std::string &cluster,
-                                    std::string *error, const Logger *log = nullptr);
+                                    std::string *error, const Logger *log = nullptr,
+                                    std::vector<std::string> *failed = nullptr);
 
 // The holder pods of a job: one per node where it has claims, consuming
 // them, requesting the CPUs (all threads of its cores) and memory it holds.

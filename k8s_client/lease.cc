@@ -2,12 +2,14 @@
 #include "k8s_client/lease.h"
 
 #include "k8s_client/api_status.h"
+#include "k8s_client/claim_json.h"
 #include "k8s_client/json.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
+#include <random>
 
 namespace k8sdra::k8s {
 namespace {
@@ -34,7 +36,14 @@ std::string leases_path(const LeaseOptions &o) {
 std::string controllerIdentity() {
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
-    return host;
+    std::random_device rd;
+    char id[24];
+    std::snprintf(id, sizeof id, "_%08x%08x", rd(), rd());
+    return host + std::string(id);
+}
+
+std::string leaseName(const std::string &cluster) {
+    return "slurm-k8s-cons-tres-" + dnsLabel(cluster);
 }
 
 LeaseKeeper::LeaseKeeper(std::shared_ptr<const Config> cfg, LeaseOptions opts, ClientOptions copts, Logger log)
@@ -45,9 +54,21 @@ LeaseKeeper::~LeaseKeeper() { stop(); }
 
 void LeaseKeeper::stop() { stop_->stop(); }
 
-bool LeaseKeeper::held() const {
-    const int64_t until = held_until_.load();
-    return until && Clock::now().time_since_epoch().count() < until;
+namespace {
+bool heldUntil(const std::atomic<int64_t> &until_) {
+    const int64_t until = until_.load();
+    return until && LeaseKeeper::Clock::now().time_since_epoch().count() < until;
+}
+}  // namespace
+
+bool LeaseKeeper::held() const { return heldUntil(*held_until_); }
+
+std::function<bool()> LeaseKeeper::heldCheck() const {
+    std::weak_ptr<std::atomic<int64_t>> until = held_until_;
+    return [until] {
+        auto u = until.lock();
+        return u && heldUntil(*u);
+    };
 }
 
 std::string LeaseKeeper::body(const std::string &rv, int64_t transitions, bool acquire,
@@ -92,7 +113,7 @@ bool LeaseKeeper::write(const std::string &method, const std::string &path, cons
 
 void LeaseKeeper::release() {
     if (!held()) return;
-    held_until_.store(0);
+    held_until_->store(0);
     reported_ = false;
     const std::string item = leases_path(opts_) + "/" + urlEncode(opts_.name);
     try {
@@ -156,9 +177,9 @@ void LeaseKeeper::tick() {
         log_.error(std::string("Lease answer not understood: ") + e.what());
     }
     if (mine) {
-        held_until_.store(renewed_until());
+        held_until_->store(renewed_until());
     } else if (!held()) {
-        held_until_.store(0);
+        held_until_->store(0);
     }
     if (held() != reported_) {
         reported_ = held();

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,10 +19,15 @@ namespace k8sdra::k8s {
 
 struct LeaseOptions {
     std::string ns;        // the claim namespace
-    std::string name;      // one lease per Slurm cluster
-    std::string identity;  // this controller (its host)
+    std::string name;      // one lease per Slurm cluster (leaseName)
+    std::string identity;  // this controller (controllerIdentity)
     std::chrono::seconds duration{15};
 };
+
+// The Lease of a Slurm cluster: distinct cluster names never share one
+// ("hpc_1" and "hpc-1" differ): a name that is not a DNS label as it is
+// carries a hash of itself.
+std::string leaseName(const std::string &cluster);
 
 class LeaseKeeper {
 public:
@@ -37,6 +43,9 @@ public:
     // Held, and renewed recently enough that no other controller can have
     // taken it over (a third of the duration is kept as margin).
     bool held() const;
+    // The same question for another thread (the claim writer asks it before
+    // every request it sends); valid after this keeper is gone (false then).
+    std::function<bool()> heldCheck() const;
     // Gives a held lease up at once (holderIdentity cleared), so that the
     // controller now in charge need not wait for it to lapse.
     void release();
@@ -53,15 +62,18 @@ private:
     Logger log_;
     std::shared_ptr<Stopper> stop_;
     Client client_;
-    std::atomic<int64_t> held_until_{0};  // Clock ticks; 0: not held
+    // Clock ticks; 0: not held. Shared with heldCheck()'s callers.
+    std::shared_ptr<std::atomic<int64_t>> held_until_ = std::make_shared<std::atomic<int64_t>>(0);
     std::string observed_rv_;             // another holder's last version
     Clock::time_point observed_at_{};
     std::string acquire_time_;
     bool reported_ = false;               // last state logged: held
 };
 
-// This host's name: one slurmctld per host, so a controller restarted on
-// the same host (kill -9, upgrade) takes its lease back at once.
+// This host's name and a per-start id: two controllers never share an
+// identity, even on one host. A controller that stopped cleanly gave its
+// lease up (release()); one that was killed is waited for until its lease
+// lapses, as client-go's leader election does.
 std::string controllerIdentity();
 
 }  // namespace k8sdra::k8s

@@ -47,6 +47,8 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_backoff_tests.cc \
 	testsuite/unit/client_claim_json_tests.cc \
 	testsuite/unit/client_claim_owner_tests.cc \
+	testsuite/unit/client_lease_tests.cc \
+	testsuite/unit/client_claim_sync_tests.cc \
 	testsuite/unit/client_handler_bounds_tests.cc \
 	testsuite/unit/client_compact_slice_tests.cc \
 	testsuite/unit/client_config_tests.cc \

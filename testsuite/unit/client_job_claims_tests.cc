@@ -263,3 +263,27 @@ TEST_CASE("slurm-bridge writes the claims of its external jobs only with Externa
         CHECK_FALSE(bridgeWritesClaims(other, c));
     }
 }
+
+TEST_CASE("one node's error costs that node's claims only, not the job's others") {
+    std::vector<ResourceSlice> slices;
+    for (const char *name : {"node1", "node2"}) {
+        FixtureOptions o;
+        o.node = name;
+        o.mode = CpuMode::Individual;
+        o.gpus = 4;
+        FixtureResult f = fixture_from_synthetic("pack:2 numa:2 l3:1 core:6 pu:2", o);
+        REQUIRE(f.ok);
+        slices.insert(slices.end(), f.slices.begin(), f.slices.end());
+    }
+    const Inventory inv = Inventory::build(slices, {});
+    // node2's part names a GPU it does not have (a resized or re-told job)
+    JobAlloc j{42, "alice", {JobNodeAlloc{"node1", {0, 1}, {0}}, JobNodeAlloc{"node2", {0}, {9}}}};
+    std::string error;
+    std::vector<std::string> failed;
+    auto claims = job_claims(j, inv, config(), "hpc1", &error, nullptr, &failed);
+    REQUIRE(claims.size() == 1);
+    CHECK(claims[0].nodeName == "node1");
+    CHECK(claims[0].results.size() == 5);  // 4 CPUs and the GPU
+    CHECK(error == "job 42: node node2 has no GPU 9 (it has 4)");
+    CHECK(failed == std::vector<std::string>{"node2"});
+}

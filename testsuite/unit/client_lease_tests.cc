@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The Lease's name and this controller's identity: distinct clusters never
+// share a Lease, distinct controllers never share an identity.
+#include "k8s_client/claim_json.h"
+#include "k8s_client/lease.h"
+
+#include <catch2/catch.hpp>
+
+#include <regex>
+#include <unistd.h>
+
+using namespace k8sdra::k8s;
+
+TEST_CASE("distinct cluster names never share a Lease") {
+    CHECK(leaseName("hpc1") == "slurm-k8s-cons-tres-hpc1");
+    // each was "slurm-k8s-cons-tres-hpc-1" once
+    CHECK(leaseName("hpc_1") != leaseName("hpc-1"));
+    CHECK(leaseName("HPC-1") != leaseName("hpc-1"));
+    CHECK(leaseName("hpc.1") != leaseName("hpc-1"));
+    const std::regex dns("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+    const std::string names[] = {"hpc_1", "HPC-1", "hpc.1", "-x-", std::string(300, 'z'), "", "ü"};
+    for (const std::string &c : names) {
+        const std::string n = leaseName(c);
+        CHECK(std::regex_match(n, dns));
+        CHECK(n.size() <= 63);
+    }
+}
+
+TEST_CASE("a controller's identity is its host and a per-start id") {
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    const std::string a = controllerIdentity(), b = controllerIdentity();
+    CHECK(a.rfind(std::string(host) + "_", 0) == 0);
+    CHECK(a != b);  // two controllers on one host are two holders
+}
