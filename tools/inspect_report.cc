@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "tools/inspect_report.h"
 
+#include "k8s_client/claim_owner.h"
+
 #include "core/slurm_map.h"
 
 #include <algorithm>
@@ -250,7 +252,10 @@ void add_mode(NodeReport &r, const NodeEntry *e, const std::optional<Discovery> 
 Report build_report(const std::vector<ResourceSlice> &slices,
                     const std::vector<ClaimHolding> &claims, const ReportOptions &opts) {
     Report rep;
-    const Inventory inv = Inventory::build(slices, claims, opts.inventory);
+    std::vector<ClaimHolding> held;
+    held.reserve(claims.size());
+    for (const ClaimHolding &c : claims) held.push_back(k8s::asHeld(c, opts.owner));
+    const Inventory inv = Inventory::build(slices, held, opts.inventory);
     rep.claim_errors = inv.claim_errors();
     std::vector<const NodeEntry *> nodes;
     for (const NodeEntry &e : inv.nodes())
@@ -265,7 +270,7 @@ Report build_report(const std::vector<ResourceSlice> &slices,
             add_topology(r, *e);
             r.reserved_cpus = reserved(*e->topology.cpu);
             add_unavailable(r, *e);
-            add_claims(r, *e, claims, opts.inventory);
+            add_claims(r, *e, held, opts.inventory);
             slurm_lines(r, e->topology, opts.gres_type);
         }
         r.warnings.insert(r.warnings.end(), e->warnings.begin(), e->warnings.end());

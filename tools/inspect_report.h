@@ -7,6 +7,7 @@
 #include "core/dra_types.h"
 #include "core/external_nodes.h"
 #include "core/inventory.h"
+#include "core/plugin_config.h"
 
 #include <cstdint>
 #include <map>
@@ -85,6 +86,10 @@ struct Discovery {
 
 struct ReportOptions {
     InventoryOptions inventory;
+    // Which claims are the plugin's own (k8s_client/claim_owner.h): its
+    // ClaimNamespace= and cluster. With no cluster named none is, and every
+    // claim shows as a pod's: a tenant's labels never make one Slurm's.
+    PluginConfig owner;
     std::string gres_type;  // Type= of the gres.conf lines, "" for none
     std::optional<Discovery> discovery;  // unset: NodeDiscovery=none
 };

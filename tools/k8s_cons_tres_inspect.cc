@@ -21,7 +21,7 @@ const char *kUsage =
     "         (--kubeconfig FILE [--context NAME] |\n"
     "          --slices FILE... [--claims FILE...] [--nodes FILE...])\n"
     "         [--node NAME]... [--json] [--cpu-driver NAME] [--gpu-drivers A,B]\n"
-    "         [--gpu-index-order minor|pcibusid] [--gres-type TYPE]\n"
+    "         [--gpu-index-order minor|pcibusid] [--gres-type TYPE] [--cluster NAME]\n"
     "Prints per node what select/k8s_cons_tres makes of its ResourceSlices:\n"
     "sockets, NUMA nodes and their CPUs, L3 groups, each GPU's NUMA node and\n"
     "where that came from, what Slurm jobs cannot get and why, warnings, and\n"
@@ -33,7 +33,10 @@ const char *kUsage =
     "NodeFeatures=); each node's mode then says whether it is an EXTERNAL\n"
     "Slurm node the plugin creates, and with what definition, or needs a\n"
     "slurmd. --nodes takes `kubectl get nodes -l SELECTOR -o json` output:\n"
-    "the nodes NodeSelector matches, as under NodeDiscovery=external.\n";
+    "the nodes NodeSelector matches, as under NodeDiscovery=external.\n"
+    "A claim shows as a Slurm job's only when it is the plugin's own: in\n"
+    "ClaimNamespace= with the plugin's labels for --cluster (default: ClusterLabel=\n"
+    "of --config); without a cluster every claim shows as a pod's.\n";
 
 std::vector<std::string> split_commas(const std::string &s) {
     std::vector<std::string> out;
@@ -74,6 +77,8 @@ void apply(const PluginConfig &c, Args &a) {
     a.opts.inventory.gpu_drivers = c.gpu_drivers;
     a.opts.inventory.gres_order = c.gres_by_pci_bus ? GresOrder::PciBusId : GresOrder::Minor;
     a.config_kubeconfig = c.kubeconfig;
+    a.opts.owner.claim_namespace = c.claim_namespace;
+    a.opts.owner.cluster_label = c.cluster_label;
     if (c.node_discovery)
         a.opts.discovery = inspect::Discovery{c.node_selector, c.node_features, {}};
 }
@@ -127,6 +132,8 @@ bool parse(int argc, char **argv, Args &a) {
             a.opts.inventory.gres_order = o == "minor" ? GresOrder::Minor : GresOrder::PciBusId;
         } else if (f == "--gres-type" && has)
             a.opts.gres_type = argv[++i];
+        else if (f == "--cluster" && has)
+            a.opts.owner.cluster_label = argv[++i];
         else
             return false;
     }
