@@ -11,8 +11,10 @@ with select/cons_tres alone), so a second round would test Slurm, not us.
 
 The controllers run in namespaces of their own (harness/ha.py); the test
 skips only where this machine cannot make them (no root, no network or UTS
-namespaces)."""
+namespaces), and fails there instead with K8S_REQUIRE_HA=1, as
+testsuite/run-tests sets it: CI must not pass without it."""
 import json
+import os
 import re
 import time
 
@@ -44,7 +46,10 @@ CLAIM_WRITES = re.compile(r"^.*select/k8s_cons_tres: (claim \S+ (written|deleted
 def ha_cluster():
     reason = ha_unavailable()
     if reason:
-        pytest.skip(f"a primary and a backup slurmctld on one machine need network and UTS namespaces: {reason}")
+        why = f"a primary and a backup slurmctld on one machine need network and UTS namespaces: {reason}"
+        if os.environ.get("K8S_REQUIRE_HA") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
     c = HACluster(new_run_dir("k8s-cons-tres-ha-"))
     fixture = c.run_dir / "ha-fixture.json"
     fixture.write_text(json.dumps(HA_FIXTURE))
