@@ -175,7 +175,7 @@ TEST_CASE("MIG: a pod holding a MIG slice makes its whole GPU unavailable") {
 
 TEST_CASE("example driver: partitions, and unknown affinity without Cores=") {
     Json j(build_report(slices({"dra_cpu_v0.2_individual_pcie.json", "example_partitions.json"}), {},
-                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.example.com"}}, "", {}}));
+                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.example.com"}}, "", {}, {}}));
     const auto &g0 = j.gpu("gpu-0-full");
     CHECK(g0["affinity_source"].GetString() == std::string("unknown"));
     CHECK(g0["numa"].IsNull());
@@ -189,7 +189,7 @@ TEST_CASE("example driver: partitions, and unknown affinity without Cores=") {
 
 TEST_CASE("GPU drivers not configured are not read (GPUDrivers= default)") {
     Json j(build_report(slices({"dra_cpu_v0.2_individual_pcie.json", "example_partitions.json"}), {},
-                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.nvidia.com"}}, "", {}}));
+                        ReportOptions{InventoryOptions{GresOrder::Minor, "dra.cpu", {"gpu.nvidia.com"}}, "", {}, {}}));
     CHECK(j.node()["gpus"].Size() == 0);
 }
 
