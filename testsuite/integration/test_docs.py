@@ -10,8 +10,9 @@ and `make install` installs every page. No Markdown file copies the key table.
 README stays at most 250 lines, its quick start is two commands that exist,
 and its admin section starts with the package and the manifests. In README,
 doc/*.md and the other READMEs every relative link leads to a file (and a
-heading) that exists, every doc/*.md is linked from README, and the commands,
-files, test files, benchmarks and K8S_* variables the Markdown names exist."""
+heading) that exists, every doc/*.md is linked from README and shipped (make
+dist, the package) with NEWS, and the commands, files, test files, benchmarks
+and K8S_* variables the Markdown names exist."""
 import os
 import re
 import shutil
@@ -237,6 +238,18 @@ def test_no_markdown_copies_the_configuration_key_table():
         firsts = [re.match(r"\| `(\w+)", r).group(1) for r in rows if re.match(r"\| `(\w+)", r)]
         copied = [k for k in firsts if k in keys]
         assert len(copied) < 3, f"{page.relative_to(TOP)} has a key table ({copied}); link the man page instead"
+
+
+def test_the_markdown_pages_and_news_are_distributed():
+    """`make dist` carries README's pages and NEWS, as the package does."""
+    am = (TOP / "Makefile.am").read_text().replace("\\\n", " ")
+    dist = set()
+    for m in re.finditer(r"^EXTRA_DIST\s*\+?=\s*(.*)$", am, re.M):
+        dist |= set(m.group(1).split())
+    want = {"README.md", "NEWS"} | {f"doc/{p.name}" for p in DOC_PAGES}
+    assert not want - dist, f"not in EXTRA_DIST: {sorted(want - dist)}"
+    deb = (TOP / "build-aux" / "make-deb.sh").read_text()
+    assert '"$srcdir"/doc/*.md' in deb and '"$srcdir/NEWS"' in deb
 
 
 def test_quick_start_is_two_commands_that_exist():
