@@ -120,6 +120,15 @@ def test_the_conf_man_page_has_an_entry_for_exactly_the_parser_keys():
     assert not stale, f"entries in {CONF_PAGE.name} for keys the parser refuses: {stale}"
 
 
+def test_the_example_names_every_parser_key():
+    """k8s_cons_tres.conf(5) calls etc/k8s_cons_tres.conf.example "a
+    commented example with every key": set or commented out, each is there."""
+    text = (TOP / "etc" / "k8s_cons_tres.conf.example").read_text()
+    named = set(re.findall(r"^#?([A-Za-z0-9]+)=", text, re.M))
+    missing = [k for k in parser_keys() if k not in named]
+    assert not missing, f"keys missing from etc/k8s_cons_tres.conf.example: {missing}"
+
+
 @pytest.mark.skipif(not shutil.which("man"), reason="man-db needed")
 def test_every_parser_key_is_in_the_man_page_with_its_default():
     text = plain(CONF_PAGE)
