@@ -70,7 +70,10 @@ find "$root/usr/share/man" -type f ! -name '*.gz' -exec gzip -9nf {} + 2>/dev/nu
 
 doc=$root/usr/share/doc/$pkg
 mkdir -p "$doc/examples"
-cp "$srcdir/README.md" "$doc/"
+# README and the pages it links to, at the same relative paths
+cp "$srcdir/README.md" "$srcdir/NEWS" "$doc/"
+mkdir -p "$doc/doc"
+cp "$srcdir"/doc/*.md "$doc/doc/"
 for f in k8s_cons_tres.conf.example slurm.conf.snippet gres.conf.example rbac.yaml rbac-node-discovery.yaml deviceclasses.yaml; do
 	cp "$srcdir/etc/$f" "$doc/examples/"
 done

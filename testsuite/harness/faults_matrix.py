@@ -527,8 +527,9 @@ OUTAGES = ("refuse", "hang", "500", "429")   # no data reaches the informers
 
 def late_starts(m, stale_after):
     """Jobs first seen running on a Kubernetes node more than StaleAfter
-    (plus a sample) after an outage began: README's failure policy says
-    none should start then. Measured, not asserted."""
+    (plus a sample) after an outage began: the failure policy
+    (doc/architecture.md) says none should start then. Measured, not
+    asserted."""
     return [(m.episodes[e]["kind"], round(d, 1), job) for e, d, job in m.starts_in_fault
             if m.episodes[e]["kind"] in OUTAGES and d > stale_after + SAMPLE_INTERVAL]
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Cluster fixtures: nodes as hwloc synthetic topologies, their GPUs, and what
-Kubernetes pods already hold. The format is documented in README.md.
+Kubernetes pods already hold. The format is documented in doc/testing.md
+("Fixture format").
 
 Topology questions (how many sockets, which cores sit in a NUMA node) are
 answered by hwloc itself (hwloc-calc), never by parsing the string here.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""One slurmctld with all three node modes (README, "Three node modes"): a
+"""One slurmctld with all three node modes (doc/architecture.md, "Three node modes"): a
 plain Slurm node, a Kubernetes node with its slurmd and slurm.conf line, and
 Kubernetes nodes that node discovery makes EXTERNAL nodes (selected by the
 label slurm-bridge's external nodes carry). Discovery leaves the slurm.conf
