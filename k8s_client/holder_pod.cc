@@ -21,6 +21,12 @@ std::string encodeHolderPod(const HolderIntent &in) {
     w.StartObject();
     for (const auto &[k, v] : in.labels) json::kv(w, k.c_str(), v);
     w.EndObject();
+    if (!in.claimsDigest.empty()) {
+        w.Key("annotations");
+        w.StartObject();
+        json::kv(w, kAnnotationClaims, in.claimsDigest);
+        w.EndObject();
+    }
     w.EndObject();
 
     w.Key("spec");
@@ -118,6 +124,8 @@ PodHolding decodePodHolding(const Value &obj) {
     if (const Value *labels = json::member(meta, "labels"); labels && labels->IsObject())
         for (auto it = labels->MemberBegin(); it != labels->MemberEnd(); ++it)
             if (it->value.IsString()) p.labels.emplace(it->name.GetString(), it->value.GetString());
+    if (const Value *ann = json::member(meta, "annotations"); ann && ann->IsObject())
+        p.claimsDigest = json::getString(*ann, kAnnotationClaims);
     if (const Value *spec = json::member(obj, "spec"); spec && spec->IsObject()) {
         p.nodeName = json::getString(*spec, "nodeName");
         if (const Value *rc = json::member(*spec, "resourceClaims"); rc && rc->IsArray())
@@ -132,7 +140,7 @@ PodHolding decodePodHolding(const Value &obj) {
 bool holderMatches(const PodHolding &pod, const HolderIntent &in) {
     // A pod that ended (kubelet refused it, or it was evicted) holds nothing.
     return !pod.deleting && pod.phase != "Failed" && pod.phase != "Succeeded" && pod.nodeName == in.node &&
-           pod.claims == in.claims;
+           pod.claims == in.claims && (pod.claimsDigest.empty() || pod.claimsDigest == in.claimsDigest);
 }
 
 bool reserveClaimFor(rapidjson::Document &claim, const std::string &podName, const std::string &podUid) {

@@ -27,6 +27,10 @@ struct HolderIntent {
     uint32_t cpus = 0;                          // CPUs the job holds there
     uint64_t memMb = 0;                         // memory Slurm gives it there
     std::string image, priorityClass;
+    // What its claims hold (their results): claims keep their names when a
+    // job grows on a node, so the names alone would keep a pod for which
+    // kubelet prepared the older devices.
+    std::string claimsDigest;
     bool operator==(const HolderIntent &) const = default;
 };
 
@@ -38,14 +42,18 @@ struct PodHolding {
     std::vector<std::string> claims;  // spec.resourceClaims[].resourceClaimName
     std::string phase;
     bool deleting = false;            // metadata.deletionTimestamp set
+    std::string claimsDigest;         // its kAnnotationClaims, "" when none
     bool operator==(const PodHolding &) const = default;
 };
 using PodMap = CowMap<PodHolding>;  // key: "namespace/name"
 
+inline constexpr const char *kAnnotationClaims = "k8s-cons-tres.slurm.io/claims-digest";
+
 // POST body of the pod.
 std::string encodeHolderPod(const HolderIntent &in);
 PodHolding decodePodHolding(const rapidjson::Value &obj);
-// The pod is the one wanted: same node and claims, and not being deleted.
+// The pod is the one wanted: same node, claims and claims' devices (a pod
+// written before the digest existed is taken as it is), not being deleted.
 bool holderMatches(const PodHolding &pod, const HolderIntent &in);
 
 // Marks claim (a ResourceClaim as read from the API server) reserved for the

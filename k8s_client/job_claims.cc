@@ -206,8 +206,13 @@ std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<Cla
     std::vector<HolderIntent> out;
     for (const JobNodeAlloc &n : job.nodes) {
         HolderIntent h;
-        for (const auto &c : claims)
-            if (c.nodeName == n.node) h.claims.push_back(c.name);
+        std::string held;  // what the claims hold, in their order
+        for (const auto &c : claims) {
+            if (c.nodeName != n.node) continue;
+            h.claims.push_back(c.name);
+            held += c.name + "|" + c.opaqueCpuset + "|";
+            for (const auto &r : c.results) held += r.driver + "/" + r.device + ",";
+        }
         const NodeEntry *entry = inventory.node(n.node);
         if (h.claims.empty() || !entry) continue;  // no claim there: nothing to hold
         const CpuTopology &cpu = *entry->topology.cpu;
@@ -220,6 +225,7 @@ std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<Cla
         if (!job.user.empty()) h.labels[kLabelUser] = labelValue(job.user);
         h.memMb = n.mem_mb;
         h.image = config.holder_image;
+        h.claimsDigest = stable_uuid(held);
         h.priorityClass = config.holder_priority_class;
         out.push_back(std::move(h));
     }

@@ -217,3 +217,24 @@ TEST_CASE("holder pods pass Pod Security restricted, hold no token and run the s
     // fully qualified: no registry search list can resolve it to another image
     CHECK(std::string(ctr["image"].GetString()) == "registry.k8s.io/pause:3.10");
 }
+
+TEST_CASE("a job that grew on a node gets a new holder pod: its claims hold other devices under the same names") {
+    const Inventory inv = inventory();
+    const PluginConfig cfg = config();
+    JobAlloc small{42, "alice", {JobNodeAlloc{"node1", {0, 1}, {}, 1024}}};
+    JobAlloc grown{42, "alice", {JobNodeAlloc{"node1", {0, 1, 2, 3}, {1}, 1024}}};
+    std::string error;
+    auto c1 = job_claims(small, inv, cfg, "hpc1", &error), c2 = job_claims(grown, inv, cfg, "hpc1", &error);
+    REQUIRE(error.empty());
+    const HolderIntent before = job_holders(small, c1, inv, cfg, "hpc1").at(0);
+    const HolderIntent after = job_holders(grown, c2, inv, cfg, "hpc1").at(0);
+    REQUIRE(before.claims == after.claims);  // the same claim names
+    CHECK(before.claimsDigest != after.claimsDigest);
+    PodHolding running = decodePodHolding(parse(encodeHolderPod(before)));
+    running.phase = "Running";
+    CHECK(running.claimsDigest == before.claimsDigest);
+    CHECK(holderMatches(running, before));
+    CHECK_FALSE(holderMatches(running, after));  // replaced, so kubelet prepares the new devices
+    running.claimsDigest.clear();                // a pod written before digests: taken as it is
+    CHECK(holderMatches(running, after));
+}
