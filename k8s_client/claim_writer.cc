@@ -26,6 +26,16 @@ std::string uidIn(const std::string &body) {
     return meta && meta->IsObject() ? json::getString(*meta, "uid") : "";
 }
 
+// Marked as written by the plugin (its managed-by label): a delete that was
+// not told which object to take leaves anything else alone.
+bool markedOurs(const std::string &body) {
+    rapidjson::Document doc;
+    json::parse(doc, body);
+    const rapidjson::Value *meta = doc.IsObject() ? json::member(doc, "metadata") : nullptr;
+    const rapidjson::Value *labels = meta && meta->IsObject() ? json::member(*meta, "labels") : nullptr;
+    return labels && labels->IsObject() && json::getString(*labels, kLabelManagedBy) == kManagedByValue;
+}
+
 }  // namespace
 
 ClaimWriter::ClaimWriter(std::shared_ptr<const Config> cfg, WriterOptions opts, Logger log)
@@ -402,7 +412,7 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
     deleted.clear();
     std::string uid = op.uid;
     if (auto it = uids_.find(op.key()); uid.empty() && it != uids_.end()) uid = it->second;
-    for (int conflicts = 0; !stop_->stopped() && !gone;) {
+    while (!stop_->stopped() && !gone) {
         ++op.attempts;
         if (uid.empty()) {
             HttpResponse g = c.get(path);
@@ -411,6 +421,10 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
                 break;
             }
             if (!g.ok()) return retryable(g, op, res, "get before delete");
+            if (!markedOurs(g.body)) {
+                res.error = "the object of this name is not ours (no managed-by label): left alone";
+                return std::nullopt;
+            }
             uid = uidIn(g.body);
             if (uid.empty()) {
                 res.error = "the object has no uid";
@@ -421,12 +435,10 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
         if (d.ok()) {
             deleted = uid;
             gone = true;
-        } else if (d.status == 404 || (d.status == 409 && !op.uid.empty())) {
-            gone = true;  // that object is gone; another of the name is left alone
-        } else if (d.status == 409 && ++conflicts <= opts_.maxConflicts) {
-            std::lock_guard<std::mutex> lk(mu_);
-            ++stats_.conflicts;
-            uid.clear();  // written again since: delete what is there now
+        } else if (d.status == 404 || d.status == 409) {
+            // that object is gone; another of the name, written since, is
+            // left alone (reconciliation decides about it on its own)
+            gone = true;
         } else {
             return retryable(d, op, res, "delete");
         }

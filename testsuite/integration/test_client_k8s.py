@@ -407,6 +407,26 @@ def test_writer_deletes_exactly_the_object_it_was_told(server):
     assert server.request("GET", path)[0] == 404
 
 
+def test_writer_deletes_nothing_that_is_not_its_own_when_told_no_uid(server):
+    """A delete without a known UID reads the object first: one that is not
+    marked as the plugin's (here a tenant-made claim of the same name, without
+    the managed-by label) is left alone."""
+    assert run_writer(server, "--job", "61")[0] == 0
+    path = CLAIMS + "/slurm-probe-61-node1-0"
+    old = server.request("GET", path)[2]
+    assert server.request("DELETE", path)[0] == 200
+    foreign = {k: v for k, v in old.items() if k != "status"}
+    labels = {k: v for k, v in old["metadata"]["labels"].items() if k != "app.kubernetes.io/managed-by"}
+    foreign["metadata"] = {"name": old["metadata"]["name"], "namespace": old["metadata"]["namespace"],
+                           "labels": labels}
+    status, _, made = server.request("POST", CLAIMS, foreign)
+    assert status == 201, made
+    code, lines = run_writer(server, "--job", "61", "--remove-only")
+    (res,) = results(lines, "remove")
+    assert not res["ok"] and "not ours" in res["error"], lines
+    assert server.request("GET", path)[2]["metadata"]["uid"] == made["metadata"]["uid"]
+
+
 def test_writer_is_idempotent_and_refuses_foreign_claims(server):
     assert run_writer(server, "--job", "8")[0] == 0
     code, lines = run_writer(server, "--job", "8")       # AlreadyExists, same allocation
