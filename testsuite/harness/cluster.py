@@ -204,6 +204,8 @@ class Cluster:
         self.external = False
         # More k8s_cons_tres.conf lines, set before up().
         self.plugin_extra = ""
+        # KubernetesNodes= instead of the fixture's Kubernetes nodes (None).
+        self.kubernetes_nodes = None
         # The plugin's token gets etc/rbac-node-discovery.yaml's rules too
         # (Nodes, slurm-bridge's pods): None grants them where the config
         # needs them (NodeDiscovery=external, ExternalJobClaims=bridge), as
@@ -411,7 +413,7 @@ class Cluster:
         self.plugin_conf.write_text(
             f"Kubeconfig={kubeconfig}\n"
             "ClaimNamespace=slurm\n"
-            f"KubernetesNodes={','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL'}\n"
+            f"KubernetesNodes={self.kubernetes_nodes or (','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL')}\n"
             "StaleAfter=10\n"
             "DebugLevel=debug\n" +
             ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else "") +

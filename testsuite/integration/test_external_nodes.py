@@ -177,7 +177,7 @@ def test_discovered_nodes_are_kubernetes_nodes_whatever_the_list_says(release):
     require(release)
     c = Cluster(new_run_dir("k8s-cons-tres-test-"))
     try:
-        c.plugin_extra = "KubernetesNodes=k8s-n1\n"  # after the harness's own line: it wins
+        c.kubernetes_nodes = "k8s-n1"
         c.up(str(FIXTURES / "demo.json"), slurm=release, external=True)
         wait_for(lambda: "k8s-n2" in c.run("sinfo", "-h", "-N", "-o", "%N").stdout.split(), timeout=60,
                  what="k8s-n2 discovered")
