@@ -193,14 +193,19 @@ TEST_CASE("GPU drivers not configured are not read (GPUDrivers= default)") {
     CHECK(j.node()["gpus"].Size() == 0);
 }
 
+namespace {
+// The report of claim_allocated.json's node with `claims`, for cluster `cluster`.
+Json claims_report(const std::vector<ClaimHolding> &claims, const std::string &cluster) {
+    ReportOptions opts;
+    opts.owner.cluster_label = cluster;
+    return Json(build_report(slices({"dra_cpu_individual.json", "nvidia_gpu.json"}), claims, opts));
+}
+}  // namespace
+
 TEST_CASE("claims: a tenant's job label makes no claim a Slurm job's") {
     // claim_allocated.json carries the job-id label in namespace "default":
     // anyone can write that, so it is shown as what it is, a pod's claim
-    std::vector<ClaimHolding> claims = claims_from_file(fixture("claim_allocated.json"));
-    ReportOptions opts;
-    opts.owner.cluster_label = "hpc1";
-    Json j(build_report(slices({"dra_cpu_individual.json", "nvidia_gpu.json"}), claims, opts));
-    const auto u = unavailable(j);
+    const auto u = unavailable(claims_report(claims_from_file(fixture("claim_allocated.json")), "hpc1"));
     CHECK(any_contains(u, "cpudev000: held by claim default/slurm-1234-node1"));
     CHECK_FALSE(any_contains(u, "Slurm job 1234"));
 }
@@ -214,17 +219,12 @@ TEST_CASE("claims: CPUs and GPUs held by a Slurm job's claim and a pod's") {
                 {"k8s-cons-tres.slurm.io/cluster", "hpc1"},
                 {"k8s-cons-tres.slurm.io/job-id", "1234"},
                 {"k8s-cons-tres.slurm.io/node", "node1"}};
-    ReportOptions opts;
-    opts.owner.cluster_label = "hpc1";
-    Json j(build_report(slices({"dra_cpu_individual.json", "nvidia_gpu.json"}), claims, opts));
+    Json j = claims_report(claims, "hpc1");
     const auto u = unavailable(j);
     CHECK(any_contains(u, "cpudev000: Slurm job 1234 (claim slurm/slurm-1234-node1)"));
     CHECK(any_contains(u, "gpu-0: Slurm job 1234"));
     // another cluster's controller wrote it: not this cluster's job
-    opts.owner.cluster_label = "other";
-    CHECK_FALSE(any_contains(unavailable(Json(build_report(slices({"dra_cpu_individual.json", "nvidia_gpu.json"}),
-                                                            claims, opts))),
-                             "Slurm job 1234"));
+    CHECK_FALSE(any_contains(unavailable(claims_report(claims, "other")), "Slurm job 1234"));
     for (const auto &x : j.node()["unavailable"].GetArray())
         if (x["device"].GetString() == std::string("cpudev001"))
             CHECK(ints(x["cpus"]) == std::vector<int64_t>{32});
