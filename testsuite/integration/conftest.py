@@ -9,9 +9,19 @@ import pytest
 TESTSUITE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTSUITE))
 
+from harness import slurm_release  # noqa: E402
 from harness.cluster import Cluster, new_run_dir  # noqa: E402
 
 FIXTURES = TESTSUITE / "fixtures"
+
+
+def release_unavailable(version: str, reason: str):
+    """A test that needs Slurm `version` (or a plugin built for it) and finds
+    it missing: a failure where it is required (slurm_release.required:
+    run-tests requires the releases it built), else a skip with the reason."""
+    if slurm_release.required(version):
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture
