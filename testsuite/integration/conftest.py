@@ -132,9 +132,23 @@ def _item_uses(item) -> _Uses:
     return uses
 
 
+def _shares_a_fixture(item) -> bool:
+    """It uses one of our fixtures wider than a test (a module's API server
+    or cluster): under `--dist loadgroup` (run-tests --quick) its module's
+    tests stay on one worker, as under loadfile; the other tests go to any
+    worker one by one, so that one file's many configure runs
+    (test_configure.py) do not keep one worker busy alone."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(fdef.scope != "function" and _ours(fdef.func)
+               for name in item.fixturenames for fdef in defs.get(name, ()))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads xdist_group
 def pytest_collection_modifyitems(config, items):
     env_release = os.environ.get("K8S_SLURM_RELEASE")
     for item in items:
+        if _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.location[0]))
         uses = _item_uses(item)
         if uses.cluster:
             item.add_marker(pytest.mark.cluster)
