@@ -6,11 +6,13 @@
 # the main build's core and client libraries.
 # Prints that build directory. Used by testsuite/run-tests and the demo.
 # Usage: release-plugin.sh VERSION
+# Exits 3, as slurm-release.sh does, when the release's sources are not on
+# this machine (its message says how to provide them).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -eq 1 ] || { echo "usage: release-plugin.sh VERSION" >&2; exit 2; }
 v=$1
-"$top/build-aux/slurm-release.sh" "$v" >/dev/null
+"$top/build-aux/slurm-release.sh" "$v" >/dev/null || exit $?
 dir="$top/build-slurm-$v"
 mkdir -p "$dir"
 cd "$dir"

@@ -8,6 +8,8 @@
 # config.h are not installed by `make install`).
 #
 # Usage: slurm-release.sh [--cache DIR] VERSION
+#        slurm-release.sh [--cache DIR] --check VERSION
+#                                       (exit 0 if built or buildable here)
 #        slurm-release.sh --list        (the releases it can build)
 # Prints the release directory on the last line of stdout:
 #   DIR/src/      the unpacked, configured and built source tree
@@ -21,7 +23,15 @@
 #            release), from the archive this machine's own apt sources name;
 #            no host is named here
 #   25.11.7, 26.05.3  the vendored tarballs in ../shared/vendor beside the
-#            source tree ($K8S_CONS_TRES_VENDOR), checked against its SHA256SUMS
+#            source tree ($K8S_CONS_TRES_VENDOR), checked against its SHA256SUMS;
+#            SchedMD's release tarball slurm-VERSION.tar.bz2 is taken too when
+#            SHA256SUMS lists it (and no .tar.gz of that release)
+#
+# Exit status: 0 built (or cached); 3 the release's sources are not on this
+# machine at all (no vendor directory: a clone without ../shared/vendor),
+# with a message saying how to provide them: testsuite/run-tests skips that
+# release then; 1 any other failure (a vendor directory that is there but
+# lacks the release, a bad checksum, a failed fetch or build).
 #
 # K8S_SLURM_MAKE_JOBS: parallel make jobs (default 2: the machine is shared).
 set -eu
@@ -35,15 +45,25 @@ vendor="${K8S_CONS_TRES_VENDOR:-$top/../shared/vendor}"
 jobs="${K8S_SLURM_MAKE_JOBS:-2}"
 releases="24.11.5 25.11.7 26.05.3"
 version=""
+check=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--cache) [ $# -ge 2 ] || die "--cache needs a directory"; cache="$2"; shift 2 ;;
+	--check) check=1; shift ;;
 	--list) echo "$releases"; exit 0 ;;
 	-*) die "unknown option '$1'" ;;
 	*) [ -z "$version" ] || die "one VERSION only (got '$version' and '$1')"; version="$1"; shift ;;
 	esac
 done
-[ -n "$version" ] || die "usage: slurm-release.sh [--cache DIR] VERSION (one of: $releases)"
+[ -n "$version" ] || die "usage: slurm-release.sh [--cache DIR] [--check] VERSION (one of: $releases)"
+
+# The vendored releases' sources are not here at all: say how to provide
+# them and exit 3 (the caller may skip the release).
+unavailable() {
+	say "Slurm $version is not available: $vendor/SHA256SUMS not found (the vendored sources, shared/vendor beside the source tree, are not on this machine)."
+	say "  To provide it: K8S_CONS_TRES_VENDOR=DIR, a directory holding slurm-$version.tar.gz (or SchedMD's release tarball slurm-$version.tar.bz2) and a SHA256SUMS file listing its sha256 as sha256sum prints it."
+	exit 3
+}
 
 # Each release: where its tarball comes from and what it must hash to.
 # 24.11.5's checksum is the one Debian's signed Sources index of trixie lists
@@ -52,11 +72,20 @@ done
 case "$version" in
 24.11.5) origin=debian; tarball=slurm-wlm_24.11.5.orig.tar.gz
 	sha256=e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332 ;;
-25.11.7 | 26.05.3) origin=vendor; tarball=slurm-$version.tar.gz
-	[ -f "$vendor/SHA256SUMS" ] ||
-		die "$vendor/SHA256SUMS not found: shared/vendor must sit beside the source tree, or set K8S_CONS_TRES_VENDOR"
-	sha256=$(awk -v f="$tarball" '$2 == f || $2 == "*" f { print $1 }' "$vendor/SHA256SUMS")
-	[ -n "$sha256" ] || die "$tarball is not listed in $vendor/SHA256SUMS" ;;
+25.11.7 | 26.05.3) origin=vendor
+	if [ ! -f "$vendor/SHA256SUMS" ]; then
+		# No vendor directory here (or an empty one): a cached build is
+		# still used, as its stamp records the checksum it was built from.
+		[ -d "$vendor" ] && [ -n "$(ls -A "$vendor" 2>/dev/null)" ] &&
+			die "$vendor/SHA256SUMS not found: the vendor directory lacks its checksums"
+		tarball="" sha256=""
+	else
+		for tarball in slurm-$version.tar.gz slurm-$version.tar.bz2; do
+			sha256=$(awk -v f="$tarball" '$2 == f || $2 == "*" f { print $1 }' "$vendor/SHA256SUMS")
+			[ -z "$sha256" ] || break
+		done
+		[ -n "$sha256" ] || die "slurm-$version.tar.gz is not listed in $vendor/SHA256SUMS"
+	fi ;;
 22.05.8) die "22.05.8 is the installed Debian Slurm: configure prepares its source with build-aux/prepare-slurm-source.sh" ;;
 *) die "unknown Slurm release '$version' (known: $releases; 22.05.8 is the installed one)" ;;
 esac
@@ -74,12 +103,25 @@ log="$dir/build.log"
 configure_line="./configure --prefix=$prefix --enable-multiple-slurmd --without-munge --disable-static"
 want=$(printf 'version %s\nsha256 %s\nconfigure %s\n' "$version" "$sha256" "$configure_line")
 
+# built: the stamp says this release was built from this tarball with this
+# configure line (any tarball when the vendored one is not here to say).
+built() {
+	[ -f "$stamp" ] && [ -x "$prefix/sbin/slurmctld" ] || return 1
+	if [ -z "$sha256" ]; then
+		[ "$(grep -v -e '^seconds ' -e '^sha256 ' "$stamp")" = "$(echo "$want" | grep -v '^sha256 ')" ]
+	else
+		[ "$(grep -v '^seconds ' "$stamp")" = "$want" ]
+	fi
+}
+[ "$origin" != vendor ] || [ -n "$sha256" ] || built || unavailable
+[ -z "$check" ] || exit 0
+
 mkdir -p "$dir" || die "cannot create $dir"
 # One build per release at a time (configure and run-tests may both ask).
 exec 9>"$dir/.lock"
 flock 9 || die "cannot lock $dir/.lock"
 
-if [ -f "$stamp" ] && [ "$(grep -v '^seconds ' "$stamp")" = "$want" ] && [ -x "$prefix/sbin/slurmctld" ]; then
+if built; then
 	say "using cached Slurm $version in $dir"
 	echo "$dir"
 	exit 0
@@ -139,7 +181,7 @@ say "$tarball: sha256 OK"
 start=$(date +%s)
 rm -rf "$src" "$prefix" "$dir/unpack"
 mkdir -p "$dir/unpack"
-tar -xzf "$file" -C "$dir/unpack" || die "cannot unpack $file"
+tar -xf "$file" -C "$dir/unpack" || die "cannot unpack $file"
 # The top directory differs (slurm-26.05.3/, slurm-slurm-24-11-5-1/): take the only one.
 set -- "$dir"/unpack/*/
 [ $# -eq 1 ] && [ -f "$1/configure" ] || die "$file does not hold one Slurm source directory"

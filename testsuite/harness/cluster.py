@@ -36,6 +36,16 @@ class ClusterError(RuntimeError):
     pass
 
 
+def no_clusters():
+    """K8S_NO_CLUSTERS=1 (testsuite/run-tests --quick, which runs the tests
+    not marked `cluster`): a test that gets here starts Slurm daemons
+    although the marker says it does not, so it fails, saying so."""
+    if os.environ.get("K8S_NO_CLUSTERS") == "1":
+        raise ClusterError("K8S_NO_CLUSTERS=1: this test starts a Slurm cluster but is not marked "
+                           "`cluster` (testsuite/integration/conftest.py marks what names Cluster, "
+                           "HACluster or the demo, cluster or slurm-suite programs)")
+
+
 def _installed_plugin_dir() -> Path:
     for d in ("/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/lib/slurm"):
         if (Path(d) / "select_cons_tres.so").exists():
@@ -350,6 +360,8 @@ class Cluster:
 
     # ---- processes ----------------------------------------------------------
     def _spawn(self, name: str, cmd: list, env=None) -> int:
+        if name.startswith("slurm"):
+            no_clusters()
         log = open(self.run_dir / "log" / f"{name}.out", "ab")
         proc = subprocess.Popen(cmd, env=env or self.env(), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
@@ -482,6 +494,7 @@ class Cluster:
         to run (slurm_release.RELEASES; default the installed one)."""
         if select not in SELECT_TYPES:
             raise ClusterError(f"--select must be one of {SELECT_TYPES}")
+        no_clusters()
         try:
             self._release = slurm_release.get(slurm)
             self._release.check_select(select)

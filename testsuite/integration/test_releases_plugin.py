@@ -29,14 +29,15 @@ from harness.cluster import Cluster, new_run_dir
 from harness.jobs import sbatch, show_job, wait_job
 from harness.kube import holder_pods, job_claims, pod_held
 from harness.wait import wait_for
-from conftest import FIXTURES
+from conftest import FIXTURES, release_unavailable
 
 RELEASES = [v for v in slurm_release.PLUGIN_RELEASES if v != slurm_release.INSTALLED]
 
 
 def require(version) -> slurm_release.Release:
     """The release, with its Slurm and a plugin build for it; else skip (or
-    fail under K8S_REQUIRE_SLURM_RELEASES=1) saying how to build them."""
+    fail where K8S_REQUIRE_SLURM_RELEASES requires it) saying how to build
+    them."""
     release = slurm_release.get(version)
     reason = None
     if not release.built():
@@ -48,9 +49,7 @@ def require(version) -> slurm_release.Release:
         except slurm_release.SlurmReleaseError as e:
             reason = str(e)
     if reason:
-        if os.environ.get("K8S_REQUIRE_SLURM_RELEASES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        release_unavailable(version, reason)
     return release
 
 

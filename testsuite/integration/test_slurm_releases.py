@@ -16,15 +16,14 @@ import pytest
 
 from harness import slurm_release
 from harness.jobs import sbatch, wait_job
+from conftest import release_unavailable
 
 
 @pytest.mark.parametrize("version", slurm_release.RELEASES)
 def test_release_runs_a_job_on_every_node(cluster_factory, version):
     release = slurm_release.get(version)
     if not release.built():
-        if os.environ.get("K8S_REQUIRE_SLURM_RELEASES") == "1":
-            pytest.fail(release.not_built_reason())
-        pytest.skip(release.not_built_reason())
+        release_unavailable(release.version, release.not_built_reason())
     c = cluster_factory("demo.json", select="cons_tres", kubernetes=False, slurm=version)
 
     # The daemons are this release's, and so is the scontrol that asks.
