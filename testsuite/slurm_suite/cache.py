@@ -295,6 +295,7 @@ def store(version: str, key: str, inputs: dict, tests: list, results: dict, elap
             json.dump(entry, f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600: readable as the Slurm builds beside it are
         os.replace(tmp, path)
     except BaseException:
         try:
