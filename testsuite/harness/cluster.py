@@ -82,6 +82,14 @@ def find_plugin(release=None) -> Path:
                        "(or set K8S_CONS_TRES_PLUGIN)")
 
 
+def loads_plugin(select: str, release) -> bool:
+    """Whether a cluster of `select` on `release` has our plugin in its
+    PluginDir. The installed 22.05 runs with it even under cons_tres (it
+    loads every select plugin there, as 24.11 does); a private release
+    under cons_tres runs without it."""
+    return select == "k8s_cons_tres" or not release.private
+
+
 def find_built(rel: str, what: str) -> Path:
     """A program built by make (newest of ./build and in-tree)."""
     built = [p for p in (TOP / "build" / rel, TOP / rel) if p.is_file()]
@@ -511,10 +519,7 @@ class Cluster:
         else:
             fx = fixture_mod.load(fixture_path)
             source = {"fixture": str(Path(fixture_path).resolve())}
-        # The installed 22.05 runs with ours in PluginDir even under
-        # cons_tres (it loads every select plugin there, as 24.11 does); a
-        # private release under cons_tres runs without it.
-        if select == "k8s_cons_tres" or not self.release.private:
+        if loads_plugin(select, self.release):
             plugin = Path(plugin) if plugin else find_plugin(self.release)
             built = slurm_release.built_for(plugin)
             if built and built != self.release.version:

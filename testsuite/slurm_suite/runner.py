@@ -140,6 +140,8 @@ class SuiteRun:
         self.results = {}
         self._max_job_id = 0
         self.fx = None
+        # what went wrong between tests (a cons_tres run with any is not cached)
+        self.warnings = []
 
     # ---- setup ------------------------------------------------------------
     def prepare_expect(self):
@@ -249,6 +251,10 @@ class SuiteRun:
         self.results[name] = r
         return r
 
+    def warn(self, what):
+        self.warnings.append(str(what))
+        self.log(f"  [{self.select}] warning: {what}")
+
     def between_tests(self):
         """Leave the cluster as a fresh one for the next test: no jobs, no
         reservations, every node idle (the same steps under both selects)."""
@@ -265,7 +271,7 @@ class SuiteRun:
         try:
             wait_for(quiet, timeout=90, interval=0.5, what="jobs of the previous test to end")
         except WaitTimeout as e:
-            self.log(f"  [{self.select}] warning: {e}")
+            self.warn(e)
         states = c.node_states()
         # plnd: idle, but planned for a (by now cancelled) job by backfill
         bad = [n for n, s in states.items()
@@ -276,7 +282,7 @@ class SuiteRun:
             wait_for(lambda: all(s.rstrip("*") in ("idle", "plnd") for s in c.node_states().values()),
                      timeout=90, interval=0.5, what="every node idle")
         except WaitTimeout as e:
-            self.log(f"  [{self.select}] warning: {e}")
+            self.warn(e)
         # The tests count only "idle" nodes (get_nodes_by_state): test39.5
         # sized its jobs by 2 GPUs instead of 3 when node5 was still plnd.
         # Backfill clears plnd at its next cycle (bf_interval, 30 s), which
@@ -286,18 +292,23 @@ class SuiteRun:
             wait_for(lambda: all(s.rstrip("*") == "idle" for s in c.node_states().values()),
                      timeout=45, interval=0.5, what="no node planned by backfill")
         except WaitTimeout as e:
-            self.log(f"  [{self.select}] warning: {e}")
+            self.warn(e)
         if time.monotonic() - t0 > 2:
             self.log(f"  [{self.select}] waited {time.monotonic() - t0:.0f}s for backfill to clear plnd nodes")
 
     def to_json(self) -> dict:
-        return {name: {"result": r.result, "seconds": round(r.seconds, 1), "message": r.message,
-                       "jobs": [{"n": j.job_id, "name": j.name, "state": j.state, "nodes": j.nodes, "req": j.req,
-                                 "per_node": {k: [placement.fmt(v[0]), placement.fmt(v[1])]
-                                              for k, v in j.per_node.items()}} for j in r.jobs],
-                       "log_allocs": r.log_allocs, "log_events": r.log_events}
-                for name, r in self.results.items()}
+        return results_json(self.results)
 
     def save(self, path: Path):
         path.write_text(json.dumps({"select": self.select, "run_dir": str(self.run_dir),
                                     "tests": self.to_json()}, indent=1))
+
+
+def results_json(results: dict) -> dict:
+    """{test: TestResult} as --json shows them."""
+    return {name: {"result": r.result, "seconds": round(r.seconds, 1), "message": r.message,
+                   "jobs": [{"n": j.job_id, "name": j.name, "state": j.state, "nodes": j.nodes, "req": j.req,
+                             "per_node": {k: [placement.fmt(v[0]), placement.fmt(v[1])]
+                                          for k, v in j.per_node.items()}} for j in r.jobs],
+                   "log_allocs": r.log_allocs, "log_events": r.log_events}
+            for name, r in results.items()}
