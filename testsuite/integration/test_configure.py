@@ -119,6 +119,7 @@ def _main_build_libs() -> str:
     return " ".join(map(str, libs))
 
 
+@pytest.mark.slow  # builds two plugins: a minute or more (run-tests --quick leaves it out)
 def test_a_list_of_releases_builds_and_checks_one_plugin_per_release(tmp_path):
     """--with-slurm=22.05.8,26.05.3: this build is for 22.05.8, slurm-26.05.3/
     for 26.05.3; make builds both plugins, make check checks each against its

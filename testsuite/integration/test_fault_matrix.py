@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from harness import cluster as cluster_mod
 from harness import faults_matrix as fm
 from harness.kube import reset_faults
@@ -73,6 +75,7 @@ def _stuck_diagnostics(c) -> str:
     return "\n".join(out)
 
 
+@pytest.mark.slow  # about 5 minutes (run-tests --quick leaves it out)
 def test_fault_matrix(cluster_factory, monkeypatch):
     started = time.monotonic()
     seed = int(os.environ.get("K8S_FAULT_MATRIX_SEED") or random.SystemRandom().randrange(1, 2**31))

@@ -252,6 +252,7 @@ SHAPES = [("-c2",), ("-c4", "--gres=gpu:1"), ("-c6",), ("-c8", "--gres=gpu:2"),
           ("-N2", "--ntasks-per-node=1", "-c2")]
 
 
+@pytest.mark.slow  # a minute or more (run-tests --quick leaves it out)
 def test_enforced_at_every_moment_of_a_random_stream(cluster):
     """A random stream of jobs while ordinary pods come and go: at every
     sample, a job running for longer than BOUND has its holder pods Running,

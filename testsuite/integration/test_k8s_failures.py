@@ -5,6 +5,8 @@ no claim left behind."""
 import json
 import time
 
+import pytest
+
 from harness import scenarios
 from harness.jobs import sbatch, show_job, wait_job
 from harness.kube import job_claims, kubectl
@@ -15,6 +17,7 @@ def running_on(cluster, job):
     return show_job(cluster, job).get("JobState") == "RUNNING"
 
 
+@pytest.mark.slow  # a minute or more (run-tests --quick leaves it out)
 def test_api_server_down_then_back(cluster_factory):
     scenarios.api_server_down_then_back(cluster_factory("mixed.json"))
 

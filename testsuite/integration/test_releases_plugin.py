@@ -159,6 +159,7 @@ def test_slurmctld_kill_9_and_restart_reconciles_claims(cluster_factory, tmp_pat
     scenarios.kill_9_restart_reconciles(cluster_factory("demo.json", slurm=version), tmp_path)
 
 
+@pytest.mark.slow  # a minute or more (run-tests --quick leaves it out)
 @pytest.mark.parametrize("version", RELEASES)
 def test_api_server_down_then_back(cluster_factory, version):
     require(version)
