@@ -5,14 +5,16 @@ directory and free ports, and is always taken down, even on failure.
 Also the markers every test gets from what it uses, without a list kept by
 hand (pytest_collection_modifyitems below):
   cluster              it starts Slurm daemons (a Cluster, the demo, the
-                       cluster or slurm-suite programs); `-m "not cluster"`
-                       is testsuite/run-tests --quick's selection
+                       cluster or slurm-suite programs)
   slurm_release(V...)  it needs these private Slurm builds (and the plugin
                        built for them): from its parameters, the release
                        strings its code and fixtures name, and
                        $K8S_SLURM_RELEASE for a cluster test
   asan_plugin          it needs build-asan's plugin (testsuite/run-sanitizers)
-  slow                 set by hand on the tests that take minutes
+  slow                 set by hand on the tests that take a minute or more
+testsuite/run-tests --quick runs -m "not cluster and not slurm_release and
+not slow" under K8S_NO_CLUSTERS=1 (harness/cluster.py: a test that starts
+Slurm all the same fails, saying its marker is wrong).
 `testsuite/run-tests FILE...` asks a --collect-only run of the selection
 what it needs (K8S_TEST_NEEDS=FILE) and builds only that."""
 import inspect
@@ -36,7 +38,7 @@ MARKERS = {
     "slurm_release(*versions)": "needs these private Slurm releases built (set from the test's "
                                 "parameters and code)",
     "asan_plugin": "needs build-asan's plugin (testsuite/run-sanitizers asan-plugin)",
-    "slow": "takes minutes (set by hand)",
+    "slow": "takes a minute or more (set by hand)",
 }
 # What starts a cluster: the harness classes, and the programs under
 # testsuite/ that make one (named as TESTSUITE / "demo" and the like).
