@@ -40,7 +40,9 @@ srcdir=$(cd "$srcdir" && pwd)
 outdir=$(cd "$outdir" && pwd)
 pkg=slurm-k8s-cons-tres-$slurm_version
 so=$root$plugindir/select_k8s_cons_tres.so
+prep=$root$plugindir/prep_k8s_cons_tres.so
 [ -f "$so" ] || die "$so missing: stage with make install DESTDIR=$root first"
+[ -f "$prep" ] || die "$prep missing: stage with make install DESTDIR=$root first"
 
 # The exact Debian version of the Slurm this was built against; its upstream
 # part must be the release configure checked.
@@ -57,8 +59,8 @@ plugins_deb=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins 2>/dev/null)
 
 # ---- the tree ---------------------------------------------------------------
 rm -f "$root"$plugindir/*.la
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$so"
-chmod 0644 "$so"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$so" "$prep"
+chmod 0644 "$so" "$prep"
 bins=""
 for b in "$root"/usr/bin/*; do
 	[ -f "$b" ] || continue

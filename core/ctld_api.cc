@@ -153,6 +153,47 @@ extern "C" int k8sdra_job_ended(uint32_t job_id) {
     }
 }
 
+extern "C" int k8sdra_job_gate(uint32_t job_id, struct k8sdra_gate *out) {
+    if (!out) return K8SDRA_EINVAL;
+    *out = {};
+    try {
+        auto engine = k8sdra::running_engine();
+        if (!engine) return K8SDRA_OK;
+        const auto g = engine->gate(job_id);
+        out->kind = static_cast<int>(g.kind);  // the enums list the same kinds in the same order
+        out->ready = g.ready;
+        out->total = g.total;
+        set_text(out->why, sizeof out->why, g.why);
+        return K8SDRA_OK;
+    } catch (const std::exception &e) {
+        set_text(out->why, sizeof out->why, std::string("internal error: ") + e.what());
+    } catch (...) {
+        set_text(out->why, sizeof out->why, "internal error");
+    }
+    out->kind = K8SDRA_GATE_WAIT;  // fail closed: in doubt, the job does not start yet
+    return K8SDRA_EINTERNAL;
+}
+
+extern "C" int k8sdra_gate_mode(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        const auto *c = engine ? engine->config() : nullptr;
+        return c ? static_cast<int>(c->launch_gate) : 0;
+    } catch (...) {
+        return 0;
+    }
+}
+
+extern "C" uint32_t k8sdra_gate_timeout(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        const auto *c = engine ? engine->config() : nullptr;
+        return c ? static_cast<uint32_t>(c->launch_gate_timeout.count()) : 60;
+    } catch (...) {
+        return 60;
+    }
+}
+
 extern "C" void k8sdra_jobs_known_begin(void) {
     try {
         std::lock_guard lock(known_mu);
@@ -224,3 +265,11 @@ extern "C" void k8sdra_standby(void) {
         // never past the C ABI
     }
 }
+
+static_assert(static_cast<int>(k8sdra::GateState::Kind::None) == K8SDRA_GATE_NONE &&
+              static_cast<int>(k8sdra::GateState::Kind::Wait) == K8SDRA_GATE_WAIT &&
+              static_cast<int>(k8sdra::GateState::Kind::Open) == K8SDRA_GATE_OPEN &&
+              static_cast<int>(k8sdra::GateState::Kind::Overlap) == K8SDRA_GATE_OVERLAP);
+static_assert(static_cast<int>(k8sdra::PluginConfig::LaunchGate::Off) == 0 &&
+              static_cast<int>(k8sdra::PluginConfig::LaunchGate::Claims) == 1 &&
+              static_cast<int>(k8sdra::PluginConfig::LaunchGate::Prepared) == 2);

@@ -401,6 +401,12 @@ void Engine::job_ended(uint32_t job_id) {
     if (auto s = sink()) s->job_ended(job_id);
 }
 
+GateState Engine::gate(uint32_t job_id) const {
+    if (!config_ || config_->launch_gate == PluginConfig::LaunchGate::Off) return {};
+    auto s = sink();
+    return s ? s->gate(job_id) : GateState{};
+}
+
 void Engine::standby() {
     if (!config_) return;
     {

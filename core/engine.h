@@ -65,6 +65,20 @@ struct JobAlloc {
     bool operator==(const JobAlloc &) const = default;
 };
 
+// A job at the launch gate: whether Kubernetes shows its claims allocated.
+struct GateState {
+    enum class Kind {
+        None,     // nothing to wait for: no claim on a Kubernetes node, or gate off
+        Wait,     // not all of its claims (or holder pods) are there yet
+        Open,     // all there, and no pod claim shares a device with them
+        Overlap,  // a pod's claim holds one of its devices: it must not start
+    };
+    Kind kind = Kind::None;
+    unsigned ready = 0, total = 0;  // claims (and holder pods) there / wanted
+    std::string why;                // Wait: what it waits for; Overlap: both objects
+    bool operator==(const GateState &) const = default;
+};
+
 // Where job allocations go to become ResourceClaims (the client's writer).
 // Called under slurmctld's locks: implementations must only queue.
 class ClaimSink {
@@ -81,6 +95,9 @@ public:
     // now on, so nothing may be written or reconciled from it until
     // jobs_known() again.
     virtual void standby() = 0;
+    // The launch gate's answer for a job now; cheap and never waits on I/O
+    // (asked under slurmctld's locks too).
+    virtual GateState gate(uint32_t job_id) const = 0;
 };
 
 class Engine {
@@ -130,6 +147,9 @@ public:
     void jobs_known(std::vector<JobAlloc> running);
     // slurmctld relinquished control (see ClaimSink::standby).
     void standby();
+    // The launch gate's answer (ClaimSink::gate); None when LaunchGate=off
+    // or nothing writes claims.
+    GateState gate(uint32_t job_id) const;
 
     // Node discovery. Client thread: the Kubernetes nodes that match
     // NodeSelector (synced: listed at least once).

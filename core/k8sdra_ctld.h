@@ -107,6 +107,30 @@ K8SDRA_API int k8sdra_job_started(uint32_t job_id, const char *user,
 K8SDRA_API int k8sdra_job_ended(uint32_t job_id);
 
 /*
+ * The launch gate (LaunchGate=): may job_id's tasks start? NONE: it has
+ * nothing to wait for (no claim on a Kubernetes node, the gate is off, or
+ * the job is unknown); WAIT: not yet (why says what for); OPEN: Kubernetes
+ * shows all its claims allocated and no pod claim shares their devices;
+ * OVERLAP: a pod's claim holds one of its devices (why names both), so it
+ * must not start here. From memory only: safe under slurmctld's locks.
+ */
+enum k8sdra_gate_kind {
+	K8SDRA_GATE_NONE = 0,
+	K8SDRA_GATE_WAIT = 1,
+	K8SDRA_GATE_OPEN = 2,
+	K8SDRA_GATE_OVERLAP = 3
+};
+struct k8sdra_gate {
+	int kind;
+	unsigned ready, total;	/* its claims (and holder pods) there / wanted */
+	char why[320];
+};
+K8SDRA_API int k8sdra_job_gate(uint32_t job_id, struct k8sdra_gate *out);
+/* LaunchGate=: 0 off, 1 claims, 2 prepared; and LaunchGateTimeout= (s). */
+K8SDRA_API int k8sdra_gate_mode(void);
+K8SDRA_API uint32_t k8sdra_gate_timeout(void);
+
+/*
  * The full list of running jobs, as slurmctld knows it after (re)starting:
  * begin a list with k8sdra_jobs_known_begin(), add each job with
  * k8sdra_jobs_known_add(), end with k8sdra_jobs_known_end(). Claims of jobs

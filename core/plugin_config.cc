@@ -157,6 +157,14 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              return set_nonempty(c.holder_image, v);
          }}},
         {"holderpriorityclass", {"HolderPriorityClass", [](PluginConfig &c, const std::string &v) { return set_subdomain(c.holder_priority_class, v); }}},
+        {"launchgate", {"LaunchGate", [](PluginConfig &c, const std::string &v) -> std::string {
+             const std::string l = lower(v);
+             if (l == "off") { c.launch_gate = PluginConfig::LaunchGate::Off; return ""; }
+             if (l == "claims") { c.launch_gate = PluginConfig::LaunchGate::Claims; return ""; }
+             if (l == "prepared") { c.launch_gate = PluginConfig::LaunchGate::Prepared; return ""; }
+             return "expected off, claims or prepared";
+         }}},
+        {"launchgatetimeout", {"LaunchGateTimeout", [](PluginConfig &c, const std::string &v) { return set_seconds(c.launch_gate_timeout, v, 5, 86400); }}},
         {"nodediscovery", {"NodeDiscovery", [](PluginConfig &c, const std::string &v) -> std::string {
              const std::string l = lower(v);
              if (l == "none") { c.node_discovery = false; return ""; }

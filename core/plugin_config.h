@@ -53,6 +53,15 @@ struct PluginConfig {
     std::string holder_image = "registry.k8s.io/pause:3.10";     // HolderImage=
     std::string holder_priority_class = "slurm-k8s-cons-tres-holder";  // HolderPriorityClass=
 
+    // The launch gate: a job on Kubernetes nodes starts its tasks only once
+    // Kubernetes shows its claims allocated (claims), and with holder pods
+    // also Running, i.e. prepared by the drivers (prepared); off starts at
+    // once. Needs PrEpPlugins=k8s_cons_tres in slurm.conf. A job still gated
+    // after LaunchGateTimeout= goes back to the queue.
+    enum class LaunchGate { Off, Claims, Prepared };
+    LaunchGate launch_gate = LaunchGate::Claims;          // LaunchGate=off|claims|prepared
+    std::chrono::seconds launch_gate_timeout{60};        // LaunchGateTimeout=
+
     // Slurm EXTERNAL nodes (Slurm 25.05+): with NodeDiscovery=external every
     // Kubernetes node matching NodeSelector (a label selector, "" = all)
     // whose slices are complete becomes an EXTERNAL Slurm node of the same

@@ -135,6 +135,7 @@ void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory
         submit_apply(in);
     }
     for (const auto &h : holders_[job.job_id]) submit_holder(h);  // after its claims, on the same queue
+    gate_reset(job.job_id);
 }
 
 // What a job had and no longer has goes: each pod first, its claims once it
@@ -159,6 +160,10 @@ void ClaimSync::withdraw(const std::vector<ClaimIntent> &before, const std::vect
 
 void ClaimSync::job_ended(uint32_t job_id) {
     std::lock_guard lock(mu_);
+    {
+        std::lock_guard g(gate_mu_);
+        gates_.erase(job_id);
+    }
     jobs_.erase(job_id);
     incomplete_.erase(job_id);
     auto it = intents_.find(job_id);
@@ -175,9 +180,14 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     intents_.clear();
     holders_.clear();
     incomplete_.clear();
+    {
+        std::lock_guard g(gate_mu_);
+        gates_.clear();
+    }
     for (const auto &job : running) {
         jobs_[job.job_id] = job;
         if (inventory) translate(job.job_id, *inventory);
+        gate_reset(job.job_id);  // a job held at the gate is asked again after a restart
     }
     known_ = true;
     standby_ = false;
@@ -206,6 +216,10 @@ void ClaimSync::standby() {
     holders_.clear();
     incomplete_.clear();
     submitted_.clear();
+    {
+        std::lock_guard g(gate_mu_);
+        gates_.clear();
+    }
     known_ = false;
     log_.info("this slurmctld is no longer in control: claim writes and reconciliation stop (" +
               std::to_string(dropped) + " queued writes left to the controller in charge)");

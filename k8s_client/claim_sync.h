@@ -40,6 +40,11 @@ public:
 
     // Feed thread, with a synced snapshot and the inventory built from it.
     void reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory);
+    // Feed thread, after every new snapshot: the launch gate of each job
+    // still waiting, from that snapshot and the inventory built from it
+    // (claim_gate.cc). Costs only the waiting jobs.
+    void evaluate_gates(const Snapshot &snap, const Inventory &inventory);
+    GateState gate(uint32_t job_id) const override;
     WriterStats stats() const { return writer_.stats(); }
 
 private:
@@ -57,6 +62,9 @@ private:
                   const std::vector<ClaimIntent> &after,
                   const std::vector<HolderIntent> &podsAfter);      // mu_ held
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
+    // mu_ held: the job's gate from its intents, waiting until evaluated.
+    void gate_reset(uint32_t job_id);
+    GateState gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory) const;  // mu_ held
 
     PluginConfig config_;
     Logger log_;
@@ -69,6 +77,11 @@ private:
     bool known_ = false;
     bool standby_ = false;  // no longer in control: write nothing
     bool leader_ = false;   // holds the Lease
+    // The launch gate per job told (a job that waits for nothing has
+    // none); its own mutex, taken inside mu_ or alone, so that slurmctld
+    // asking never waits for a reconciliation.
+    mutable std::mutex gate_mu_;
+    std::map<uint32_t, GateState> gates_;
     ClaimWriter writer_;
 };
 

@@ -213,6 +213,9 @@ void EngineFeed::run() {
                 lease_.release();
             }
             claims_->set_leader(active && lease_.held());
+            // The launch gate: at every new view, not at reconciliation's pace.
+            if (published_version_)
+                if (auto inv = engine_->current()) claims_->evaluate_gates(*snap, *inv);
             if (published_version_ && now - last_reconcile_ >= std::chrono::seconds(2)) {
                 claims_->reconcile(*snap, engine_->current());
                 last_reconcile_ = now;

@@ -34,7 +34,7 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/inventory_update.cc k8s_client/inventory_update.h \
 	k8s_client/node_builder.cc k8s_client/node_builder.h \
 	k8s_client/job_claims.cc k8s_client/job_claims.h \
-	k8s_client/claim_sync.cc k8s_client/claim_sync.h \
+	k8s_client/claim_sync.cc k8s_client/claim_sync.h k8s_client/claim_gate.cc \
 	k8s_client/view_json.cc k8s_client/view_json.h
 # engine_feed/job_claims/claim_sync/view_json connect the client to core/'s
 # Engine; only the plugin (which links both) pulls them in.
@@ -48,7 +48,7 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_claim_json_tests.cc \
 	testsuite/unit/client_claim_owner_tests.cc \
 	testsuite/unit/client_lease_tests.cc \
-	testsuite/unit/client_claim_sync_tests.cc \
+	testsuite/unit/client_claim_sync_tests.cc testsuite/unit/client_claim_gate_tests.cc \
 	testsuite/unit/client_handler_bounds_tests.cc \
 	testsuite/unit/client_compact_slice_tests.cc \
 	testsuite/unit/client_config_tests.cc \

@@ -16,6 +16,7 @@
 
 #include "core/k8sdra_ctld.h"
 #include "k8s_agent.h"
+#include "k8s_gate.h"
 #include "k8s_gpu.h"
 #include "k8s_nodes.h"
 #include "k8s_view.h"
@@ -169,6 +170,12 @@ static void *_agent(void *arg)
 			if (stopping)
 				break;
 		}
+		/* the launch gate calls slurmctld back: nothing of ours held */
+		slurm_mutex_unlock(&agent_mu);
+		k8s_gate_tick();
+		slurm_mutex_lock(&agent_mu);
+		if (stopping)
+			break;
 		/* pods' GPUs on nodes whose slurmd had not registered */
 		retry = k8s_gpu_waiting() && time(NULL) >= next_retry;
 		if (k8sdra_view_generation() == seen && !retry &&

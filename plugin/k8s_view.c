@@ -220,6 +220,17 @@ extern bool k8s_view_node_ready(int index)
 	return ready && index >= 0 && index < bit_size(ready) && bit_test(ready, index);
 }
 
+extern bool k8s_view_known(void)
+{
+	return is_k8s && cached_node_cnt == node_record_count;
+}
+
+extern bool k8s_view_node_is_k8s(int index)
+{
+	return (is_k8s && index >= 0 && index < bit_size(is_k8s) && bit_test(is_k8s, index)) ||
+	       k8s_view_node_ready(index);
+}
+
 extern const char *k8s_view_mismatch(int index)
 {
 	if (!mismatch || index < 0 || index >= cached_node_cnt)

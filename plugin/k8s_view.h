@@ -27,6 +27,12 @@ extern bitstr_t *k8s_view_exclude_cores(bitstr_t *exc_core_bitmap);
 /* True when node `index` is a Kubernetes node ready for Slurm jobs. */
 extern bool k8s_view_node_ready(int index);
 
+/* The cache is built for the current node table. */
+extern bool k8s_view_known(void);
+
+/* True when node `index` is a Kubernetes node (ready or not). */
+extern bool k8s_view_node_is_k8s(int index);
+
 /* Why node `index`'s slices disagree with its Slurm definition, or NULL. */
 extern const char *k8s_view_mismatch(int index);
 

@@ -15,6 +15,7 @@ select_k8s_cons_tres_la_SOURCES = \
 	plugin/k8s_jobs.c plugin/k8s_jobs.h \
 	plugin/k8s_steer.c plugin/k8s_steer.h \
 	plugin/k8s_agent.c plugin/k8s_agent.h \
+	plugin/k8s_gate.c plugin/k8s_gate.h plugin/k8s_gate_api.h \
 	plugin/k8s_nodes.c plugin/k8s_nodes.h
 if SLURM_ABI_22_05
 select_k8s_cons_tres_la_SOURCES += plugin/select_22_05.c
@@ -48,14 +49,29 @@ EXTRA_DIST += plugin/select_k8s_cons_tres.map
 # The core is C++: link with the C++ driver so libstdc++ comes along.
 nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc
 
+# The launch gate's PrEp plugin: a forwarder to the select plugin's gate
+# (k8s_gate_api.h), in C only and linking nothing of ours, since slurmd and
+# slurmstepd load every PrEp plugin too.
+plugin_LTLIBRARIES += prep_k8s_cons_tres.la
+prep_k8s_cons_tres_la_SOURCES = plugin/prep_k8s_cons_tres.c plugin/k8s_gate_api.h \
+	plugin/slurm_compat.h
+prep_k8s_cons_tres_la_CPPFLAGS = $(select_k8s_cons_tres_la_CPPFLAGS)
+prep_k8s_cons_tres_la_CFLAGS = $(select_k8s_cons_tres_la_CFLAGS)
+prep_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(srcdir)/plugin/prep_k8s_cons_tres.map \
+	-Wl,-z,relro
+EXTRA_DIST += plugin/prep_k8s_cons_tres.map
+
 print-plugindir:
 	@echo $(plugindir)
 .PHONY: print-plugindir
 # The .la file is of no use to slurmctld.
 install-data-hook: install-release-plugins
-	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.la
+	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.la \
+		$(DESTDIR)$(plugindir)/prep_k8s_cons_tres.la
 uninstall-local: uninstall-release-plugins
-	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.so
+	rm -f $(DESTDIR)$(plugindir)/select_k8s_cons_tres.so \
+		$(DESTDIR)$(plugindir)/prep_k8s_cons_tres.so
 
 # The plugin's exported symbols against this build's release (make check
 # runs check-plugin-exports.sh too; this is the same, on its own).
@@ -74,7 +90,7 @@ release_libs = libs=; for l in $(K8SDRA_LIBS); do \
 release_make = $(release_libs); for r in $(EXTRA_SLURM_RELEASES); do \
 	$(MAKE) $(AM_MAKEFLAGS) -C slurm-$$r K8SDRA_LIBS="$$libs"
 release-plugins: $(K8SDRA_LIBS)
-	@$(release_make) select_k8s_cons_tres.la || exit 1; done
+	@$(release_make) select_k8s_cons_tres.la prep_k8s_cons_tres.la || exit 1; done
 check-release-plugins: release-plugins
 	@$(release_make) check-exports || exit 1; done
 install-release-plugins: release-plugins

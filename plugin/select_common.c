@@ -24,6 +24,7 @@
 #include "core_bridge.h"
 #include "inner_select.h"
 #include "k8s_agent.h"
+#include "k8s_gate.h"
 #include "k8s_gpu.h"
 #include "k8s_jobs.h"
 #include "k8s_steer.h"
@@ -53,8 +54,10 @@ extern int init(void)
 		inner_select_fini();
 		return SLURM_ERROR;
 	}
-	if (k8sdra_running())	/* slurmctld with our SelectType */
+	if (k8sdra_running()) {	/* slurmctld with our SelectType */
+		k8s_gate_check_config();
 		k8s_agent_start();
+	}
 	return SLURM_SUCCESS;
 }
 
@@ -259,6 +262,7 @@ extern int select_p_job_fini(job_record_t *job_ptr)
 {
 	int rc = k8s_inner->common.job_fini(job_ptr);
 
+	k8s_gate_job_fini(job_ptr);
 	k8s_jobs_end(job_ptr);
 	k8s_steer_job_fini(job_ptr);
 	/* GPUs pods took while this job held them are claimable now. */

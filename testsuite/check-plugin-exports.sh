@@ -18,6 +18,7 @@ for sym in $exports; do
 	case "$sym" in
 	plugin_name|plugin_type|plugin_id|plugin_version|init|fini) ;;
 	select_p_*) ;;
+	k8s_cons_tres_gate_v1) ;;	# the launch gate's table, for prep_k8s_cons_tres.so
 	job_list|last_node_update|slurmctld_config) ;;
 	*) echo "FAIL: unexpected exported symbol: $sym"; fail=1 ;;
 	esac
@@ -76,4 +77,40 @@ if [ -n "$missing" ]; then
 	fail=1
 fi
 [ $fail -eq 0 ] && echo "PASS: $so exports exactly $(echo "$exports" | wc -l) Slurm symbols ($nreq select_p_*, as its release's loader requires) and resolves all it needs"
+
+# The launch gate's PrEp plugin, built beside it: exactly what the PrEp
+# loader looks up (syms[] of prep.c), and nothing needed from slurmctld,
+# since slurmd and slurmstepd load it too.
+prep=$(dirname "$so")/prep_k8s_cons_tres.so
+[ -f "$prep" ] || { echo "FAIL: $prep not built"; exit 1; }
+pexports=$(nm -D --defined-only "$prep" | awk '{ print $NF }' | sort)
+prep_c=""
+for f in "${SLURM_SRC:-}/src/interfaces/prep.c" "${SLURM_SRC:-}/src/common/prep.c"; do
+	[ -n "${SLURM_SRC:-}" ] && [ -f "$f" ] && { prep_c=$f; break; }
+done
+if [ -n "$prep_c" ]; then
+	sed -n '/syms\[\] *= *{/,/};/p' "$prep_c" | grep -o '"prep_p_[a-z_]*"' | tr -d '"' | sort > "$tmp/prep_required"
+else
+	printf '%s\n' prep_p_epilog prep_p_epilog_slurmctld prep_p_prolog prep_p_prolog_slurmctld \
+		prep_p_register_callbacks prep_p_required > "$tmp/prep_required"
+fi
+printf '%s\n' fini init plugin_name plugin_type plugin_version >> "$tmp/prep_required"
+sort -o "$tmp/prep_required" "$tmp/prep_required"
+if [ "$(echo "$pexports")" != "$(cat "$tmp/prep_required")" ]; then
+	echo "FAIL: $prep exports differ from what the PrEp loader looks up${prep_c:+ ($prep_c)}:"
+	echo "$pexports" | comm -3 "$tmp/prep_required" - | sed 's/^\t/    exported, not required: /; t; s/^/    required, not exported: /'
+	fail=1
+fi
+{ nm -D --defined-only "$slurmlib"
+  for lib in $(ldd "$prep" | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do nm -D --defined-only "$lib"; done
+} | awk '{ print $NF }' | sed 's/@.*//' | sort -u > "$tmp/prep_provided"
+nm -D --undefined-only "$prep" | awk '{ print $NF }' | sed 's/@.*//' | sort -u |
+	grep -v -e '^_ITM_' -e '^__gmon_start__$' -e '^_Jv_' -e '^__cxa_finalize$' > "$tmp/prep_needed" || true
+pmissing=$(comm -23 "$tmp/prep_needed" "$tmp/prep_provided")
+if [ -n "$pmissing" ]; then
+	echo "FAIL: $prep needs symbols libslurmfull ($slurmlib) does not provide (slurmd loads it too):"
+	echo "$pmissing" | sed 's/^/    /'
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS: $prep exports exactly what the PrEp loader looks up and needs only libslurmfull"
 exit $fail

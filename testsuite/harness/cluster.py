@@ -29,6 +29,7 @@ from .wait import wait_for
 TOP = Path(__file__).resolve().parents[2]
 RUN_MARK = "K8S_CONS_TRES_RUN"
 PLUGIN_NAME = "select_k8s_cons_tres.so"
+PREP_NAME = "prep_k8s_cons_tres.so"
 SELECT_TYPES = ("k8s_cons_tres", "cons_tres")
 
 
@@ -80,6 +81,17 @@ def find_plugin(release=None) -> Path:
         return installed
     raise ClusterError("select_k8s_cons_tres.so is not built: run ./autogen.sh && ./configure && make "
                        "(or set K8S_CONS_TRES_PLUGIN)")
+
+
+def find_prep(plugin) -> Path:
+    """prep_k8s_cons_tres.so of the build `plugin` comes from (the launch
+    gate's PrEp plugin is built beside it); that of ./build when the plugin
+    is a copy elsewhere."""
+    for d in (Path(plugin).parent, TOP / "build" / ".libs"):
+        if (d / PREP_NAME).is_file():
+            return d / PREP_NAME
+    raise ClusterError(f"{PREP_NAME} is not built beside {plugin}: make prep_k8s_cons_tres.la there "
+                       "(build-aux/build.sh builds it with the plugin)")
 
 
 def loads_plugin(select: str, release) -> bool:
@@ -281,10 +293,17 @@ class Cluster:
             (self.run_dir / d).mkdir(parents=True, exist_ok=True)
         # Our plugin first, then Slurm's own plugins.
         link = self.run_dir / "plugins" / PLUGIN_NAME
-        if link.exists() or link.is_symlink():
-            link.unlink()
+        prep_link = self.run_dir / "plugins" / PREP_NAME
+        for old in (link, prep_link):
+            if old.exists() or old.is_symlink():
+                old.unlink()
         if plugin:  # none for a release our plugin cannot load into
             shutil.copy2(plugin, link)
+        # The launch gate's PrEp plugin, built beside the select plugin: in
+        # PluginDir for slurmctld and every slurmd, as an admin installs it.
+        prep = find_prep(plugin) if plugin and select == "k8s_cons_tres" else None
+        if prep:
+            shutil.copy2(prep, prep_link)
         plugin_dir = f"{self.run_dir / 'plugins'}:{_installed_plugin_dir()}"
         cluster_name = "k8s" + self.run_dir.name.replace("_", "").replace("-", "")[-8:].lower()
         return [
@@ -327,7 +346,7 @@ class Cluster:
             "TreeWidth=65533",
             "MaxArraySize=20001",
             "LaunchParameters=use_interactive_step",
-        ]
+        ] + (["PrEpPlugins=script,k8s_cons_tres"] if prep else [])
 
     def _write_config(self, fx, select: str, plugin: Path, ports: list):
         etc = self.run_dir / "etc"

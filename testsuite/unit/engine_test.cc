@@ -274,6 +274,9 @@ struct RecordingSink : ClaimSink {
         calls.push_back("known " + std::to_string(r.size()));
     }
     void standby() override { calls.push_back("standby"); }
+    GateState gate(uint32_t id) const override {
+        return {GateState::Kind::Wait, 0, id, "asked"};
+    }
 };
 }  // namespace
 

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The launch gate's answers (ClaimSync::gate): a job may start once the
+// snapshot shows every one of its claims allocated as written (with
+// LaunchGate=prepared, also its holder pods Running), and the inventory
+// built from that snapshot shows no pod claim sharing a device with them.
+// The claims informer is one watch: a snapshot that has our claim has every
+// claim written before it, so a pod that got one of the job's devices in
+// the window between job_begin and the write is seen here.
+#include "k8s_client/claim_owner.h"
+#include "k8s_client/claim_sync.h"
+
+#include <set>
+
+namespace k8sdra::k8s {
+namespace {
+
+using Kind = GateState::Kind;
+
+// What pods' (or a driver's) holdings on the node share with the job's.
+std::vector<std::string> overlapping(const NodeEntry &e, uint32_t job_id) {
+    const Holder job = Holder::of_job(job_id);
+    Words cpus;
+    uint64_t gpus = 0;
+    for (const Holding &h : e.ledger.holdings())
+        if (h.who == job) {
+            cpus.resize(std::max(cpus.size(), h.cpus.size()), 0);
+            for (size_t w = 0; w < h.cpus.size(); ++w) cpus[w] |= h.cpus[w];
+            gpus |= h.gpus;
+        }
+    std::vector<std::string> out;
+    for (const Holding &h : e.ledger.holdings()) {
+        if (h.who.kind != Holder::Kind::Claim) continue;
+        bool shared = (h.gpus & gpus) != 0;
+        for (size_t w = 0; !shared && w < std::min(cpus.size(), h.cpus.size()); ++w)
+            shared = (h.cpus[w] & cpus[w]) != 0;
+        if (shared) out.push_back(h.who.claim);
+    }
+    return out;
+}
+
+}  // namespace
+
+void ClaimSync::gate_reset(uint32_t job_id) {
+    GateState g{Kind::Wait, 0, 0, "claims not made yet"};
+    if (auto it = intents_.find(job_id); it != intents_.end()) {
+        g.total = static_cast<unsigned>(it->second.size());
+        if (config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods)
+            g.total += static_cast<unsigned>(holders_[job_id].size());
+        g.why = "claims not written yet";
+        if (g.total == 0 && !incomplete_.count(job_id)) g = {};  // nothing of it on a Kubernetes node
+    }
+    std::lock_guard lock(gate_mu_);
+    if (g.kind == Kind::None)
+        gates_.erase(job_id);
+    else
+        gates_[job_id] = g;
+}
+
+GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory) const {
+    auto in = intents_.find(job_id);
+    if (in == intents_.end()) return {Kind::Wait, 0, 0, "claims not made yet (no view of the node)"};
+    const bool pods = config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods;
+    const auto hs = holders_.find(job_id);
+    GateState g{Kind::Wait, 0, static_cast<unsigned>(in->second.size()), ""};
+    if (pods && hs != holders_.end()) g.total += static_cast<unsigned>(hs->second.size());
+    if (incomplete_.count(job_id)) {
+        g.why = "a node of the job cannot take claims now";
+        return g;
+    }
+    if (g.total == 0) return {};
+    std::string missing;
+    for (const ClaimIntent &c : in->second) {
+        const ClaimHolding *have = snap.claim(c.ns, c.name);
+        if (have && have->allocated && allocationMatches(*have, c))
+            ++g.ready;
+        else if (missing.empty())
+            missing = "ResourceClaim " + c.ns + "/" + c.name + (have ? " not allocated yet" : " not written yet");
+    }
+    if (pods && hs != holders_.end())
+        for (const HolderIntent &h : hs->second) {
+            const PodHolding *p = snap.pods.find(claimKey(h.ns, h.name));
+            if (p && p->phase == "Running" && !p->deleting && holderMatches(*p, h))
+                ++g.ready;
+            else if (missing.empty())
+                missing = "holder pod " + h.ns + "/" + h.name + " not Running yet";
+        }
+    if (g.ready < g.total) {
+        g.why = missing;
+        return g;
+    }
+    // All there: no pod may hold any of it.
+    std::set<std::string> nodes;
+    for (const ClaimIntent &c : in->second) nodes.insert(c.nodeName);
+    for (const std::string &n : nodes) {
+        const NodeEntry *e = inventory.node(n);
+        if (!e) continue;
+        for (const std::string &other : overlapping(*e, job_id)) {
+            std::string mine;
+            for (const ClaimIntent &c : in->second)
+                if (c.nodeName == n) mine += (mine.empty() ? "" : ", ") + c.ns + "/" + c.name;
+            g.kind = Kind::Overlap;
+            g.why = "ResourceClaim " + other + " holds a device of its claim " + mine + " on " + n;
+            return g;
+        }
+    }
+    g.kind = Kind::Open;
+    return g;
+}
+
+void ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory) {
+    std::lock_guard lock(mu_);
+    std::vector<uint32_t> waiting;
+    {
+        std::lock_guard g(gate_mu_);
+        for (const auto &[id, st] : gates_)
+            if (st.kind == Kind::Wait) waiting.push_back(id);
+    }
+    if (waiting.empty()) return;
+    std::vector<std::pair<uint32_t, GateState>> now;
+    for (uint32_t id : waiting) {
+        if (!jobs_.count(id)) continue;
+        GateState st = gate_of(id, snap, inventory);
+        if (st.kind == Kind::Overlap)
+            log_.error("job " + std::to_string(id) + " must not start: " + st.why +
+                       " (the pod keeps it; the job goes back to the queue)");
+        now.emplace_back(id, std::move(st));
+    }
+    std::lock_guard g(gate_mu_);
+    for (auto &[id, st] : now)
+        if (auto it = gates_.find(id); it != gates_.end() && it->second.kind == Kind::Wait) {
+            if (st.kind == Kind::None)
+                gates_.erase(it);
+            else
+                it->second = std::move(st);
+        }
+}
+
+GateState ClaimSync::gate(uint32_t job_id) const {
+    std::lock_guard lock(gate_mu_);
+    auto it = gates_.find(job_id);
+    return it == gates_.end() ? GateState{} : it->second;
+}
+
+}  // namespace k8sdra::k8s

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The launch gate (LaunchGate=claims, the default): a job placed on a
+Kubernetes node stays CONFIGURING, its script not started, until Kubernetes
+shows its claim allocated; a pod claim that took one of its devices in that
+window sends it back to the queue and keeps the device; a job still gated
+after LaunchGateTimeout is requeued; a restart while gated holds the job
+again. Writes are held back with the test API server's faults (403 on
+creating ResourceClaims, as RBAC or an admission webhook would refuse)."""
+import json
+import time
+
+import pytest
+
+from harness import slurm_release
+from harness.cluster import Cluster, new_run_dir
+from harness.jobs import sbatch, show_job, wait_job
+from harness.kube import faults, job_claims, kubectl, reset_faults
+from harness.wait import wait_for
+from conftest import FIXTURES, release_unavailable
+
+DENY_CLAIMS = {"status": 403, "resource": "resourceclaims", "verb": "create"}
+
+
+@pytest.fixture
+def gated():
+    """mixed.json (kube-a: a pod holds CPUs 0-1 and gpu-1) on a release,
+    with more k8s_cons_tres.conf lines."""
+    started = []
+
+    def make(version=None, extra=""):
+        release = slurm_release.get(version)
+        if release.private and not release.built():
+            release_unavailable(release.version, release.not_built_reason())
+        c = Cluster(new_run_dir("k8s-cons-tres-gate-"))
+        started.append(c)
+        c.plugin_extra = extra
+        c.up(str(FIXTURES / "mixed.json"), slurm=version)
+        return c
+
+    yield make
+    for c in started:
+        c.down()
+
+
+def held(c, job, out, seconds=3):
+    """The job stays CONFIGURING with the gate's reason, its script not run."""
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        j = show_job(c, job)
+        assert j.get("JobState") == "CONFIGURING", j
+        assert j.get("Reason", "").startswith("k8s_cons_tres:"), j
+        assert not out.exists(), "the job's script ran before its claim was allocated"
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("version", slurm_release.PLUGIN_RELEASES)
+def test_a_job_starts_only_once_its_claim_shows_allocated(gated, version):
+    c = gated(version)
+    out = c.run_dir / "gated.out"
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "--gres=gpu:1", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    held(c, job, out)
+    assert not job_claims(c, job)
+    reset_faults(c)
+    wait_job(c, job, states={"RUNNING"}, timeout=60)
+    (claim,) = job_claims(c, job)
+    assert claim.get("status", {}).get("allocation"), claim
+    wait_for(lambda: out.exists() and "ran" in out.read_text(), timeout=30, what="the job's script to run")
+    log = (c.run_dir / "log" / "slurmctld.log").read_text()
+    assert f"JobId={job}: Kubernetes shows its devices allocated" in log
+    # a job on the plain node is never held
+    plain = sbatch(c, "-w", "plain-c", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
+    faults(c, **DENY_CLAIMS)
+    wait_job(c, plain, states={"RUNNING"}, timeout=30)
+    reset_faults(c)
+
+
+@pytest.mark.parametrize("version", slurm_release.PLUGIN_RELEASES)
+def test_a_job_still_gated_after_the_timeout_is_requeued(gated, version):
+    c = gated(version, "LaunchGateTimeout=5\n")
+    out = c.run_dir / "late.out"
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    j = wait_job(c, job, states={"PENDING"}, timeout=60)
+    assert int(j.get("Restarts", "0")) >= 1, j
+    assert not out.exists(), "a job that timed out at the gate ran"
+    log = (c.run_dir / "log" / "slurmctld.log").read_text()
+    assert f"JobId={job}: Kubernetes did not show its devices allocated within 5s" in log
+    reset_faults(c)
+    # its nodes are free again, and nothing of it stays in Kubernetes
+    wait_for(lambda: c.node_states()["kube-a"].startswith("idle"), timeout=60, what="kube-a to be idle")
+    wait_for(lambda: not job_claims(c, job), timeout=30, what="the requeued job's claims to go")
+
+
+@pytest.mark.parametrize("version", [slurm_release.INSTALLED, "26.05.3"])
+def test_a_pod_claim_in_the_window_keeps_the_device_and_requeues_the_job(gated, version, tmp_path):
+    c = gated(version)
+    # A pod's claim waits for kube-scheduler (not allocated yet) ...
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "racer", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
+    (tmp_path / "racer.json").write_text(json.dumps(claim))
+    kubectl(c, "create", "-f", str(tmp_path / "racer.json"))
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300")
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    detail = c.run("scontrol", "-d", "show", "job", str(job)).stdout
+    assert "IDX:0" in detail, detail  # gpu-1 is web-0's
+    # ... and gets gpu-0, the job's, before the job's claim is written.
+    status = {"status": {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "kube-a",
+                                 "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["kube-a"]}]}]}}}}
+    kubectl(c, "patch", "resourceclaim", "racer", "-n", "default", "--subresource=status",
+            "--type=merge", "-p", json.dumps(status))
+    assert show_job(c, job).get("JobState") == "CONFIGURING"
+    reset_faults(c)
+    j = wait_job(c, job, states={"PENDING"}, timeout=60)
+    assert int(j.get("Restarts", "0")) >= 1, j
+    log = (c.run_dir / "log" / "slurmctld.log").read_text()
+    line = next((ln for ln in log.splitlines() if f"JobId={job} must not start" in ln), None)
+    assert line and "default/racer" in line and "kube-a" in line, line
+    # the pod keeps its device, the job's claim goes
+    racer = json.loads(kubectl(c, "get", "resourceclaim", "racer", "-n", "default", "-o", "json").stdout)
+    assert racer["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+    wait_for(lambda: not job_claims(c, job), timeout=30, what="the job's claim to be deleted")
+    # and the job runs elsewhere, on a device no pod holds
+    c.run("scontrol", "update", f"jobid={job}", "ReqNodeList=kube-b", "StartTime=now")
+    wait_job(c, job, states={"RUNNING"}, timeout=60)
+    assert show_job(c, job)["NodeList"] == "kube-b"
+
+
+def test_a_job_gated_across_a_slurmctld_restart_is_held_again(gated):
+    c = gated()
+    out = c.run_dir / "restart.out"
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    c.stop_slurmctld()
+    c.start_slurmctld()
+    held(c, job, out)
+    reset_faults(c)
+    wait_job(c, job, states={"RUNNING"}, timeout=90)
+    wait_for(lambda: out.exists() and "ran" in out.read_text(), timeout=30, what="the job's script to run")
+    assert job_claims(c, job)
+
+
+def test_launch_gate_off_starts_at_once(gated):
+    c = gated(extra="LaunchGate=off\n")
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
+    wait_job(c, job, states={"RUNNING"}, timeout=30)
+    assert not job_claims(c, job)
+    reset_faults(c)

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The launch gate's answers (ClaimSync::gate, claim_gate.cc): a job waits
+// until the snapshot shows each of its claims allocated as written, and
+// must not start when a pod's claim holds one of its devices by then.
+// No API server: the writer's port is closed and its gate shut, so only
+// the snapshots given here decide.
+#include "core/hwloc_fixture.h"
+#include "k8s_client/claim_json.h"
+#include "k8s_client/claim_sync.h"
+#include "k8s_client/job_claims.h"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+using namespace k8sdra;
+using namespace k8sdra::k8s;
+using Kind = GateState::Kind;
+
+namespace {
+
+std::shared_ptr<const Config> nowhere() {
+    auto c = std::make_shared<Config>();
+    c->server = "https://127.0.0.1:1";
+    c->token = "t";
+    return c;
+}
+
+PluginConfig config(PluginConfig::LaunchGate gate = PluginConfig::LaunchGate::Claims, bool pods = false) {
+    PluginConfig c;
+    c.cluster_label = "hpc1";
+    c.launch_gate = gate;
+    c.holder_pods = pods;
+    return c;
+}
+
+Logger quiet() { return Logger([](LogLevel, const std::string &) {}, ""); }
+
+std::vector<ResourceSlice> slices() {
+    FixtureOptions o;
+    o.node = "node1";
+    o.gpus = 4;
+    FixtureResult f = fixture_from_synthetic("pack:2 numa:2 l3:1 core:6 pu:2", o);
+    REQUIRE(f.ok);
+    return f.slices;
+}
+
+JobAlloc job42() { return JobAlloc{42, "alice", {JobNodeAlloc{"node1", {0, 1}, {1}}}}; }
+
+// The claim as Kubernetes shows it once written: the intent, allocated.
+std::shared_ptr<ClaimHolding> shown(const ClaimIntent &in) {
+    auto c = std::make_shared<ClaimHolding>();
+    c->ns = in.ns;
+    c->name = in.name;
+    c->uid = "uid-" + in.name;
+    c->labels = in.labels;
+    c->allocated = true;
+    c->results = in.results;
+    c->nodeName = in.nodeName;
+    c->opaqueCpuset = in.opaqueCpuset;
+    return c;
+}
+
+// A pod's claim on node1 holding GPU gpu-<g> of the fixture's driver.
+std::shared_ptr<ClaimHolding> pod_claim(const ClaimIntent &ours, const std::string &gpuDevice) {
+    auto c = std::make_shared<ClaimHolding>();
+    c->ns = "tenant";
+    c->name = "train";
+    c->uid = "uid-train";
+    c->allocated = true;
+    c->nodeName = "node1";
+    for (const auto &r : ours.results)
+        if (r.device == gpuDevice) c->results.push_back(r);
+    REQUIRE(c->results.size() == 1);
+    return c;
+}
+
+struct World {
+    PluginConfig cfg;
+    ClaimSync sync;
+    std::vector<ResourceSlice> sl = slices();
+    std::vector<ClaimIntent> intents;
+    explicit World(PluginConfig c) : cfg(c), sync(c, nowhere(), {}, quiet()) {
+        sync.set_write_gate([] { return false; });
+        auto inv = std::make_shared<const Inventory>(Inventory::build(sl, {}));
+        sync.jobs_known({}, inv);
+        sync.job_started(job42(), inv);
+        std::string err;
+        intents = job_claims(job42(), *inv, cfg, cfg.cluster_label, &err);
+        REQUIRE(err.empty());
+        REQUIRE(intents.size() == 1);
+    }
+    // The feed's step: a snapshot of these claims, the inventory built from it.
+    GateState after(const std::vector<std::shared_ptr<ClaimHolding>> &claims, PodMap pods = {}) {
+        Snapshot snap;
+        snap.claimsSynced = true;
+        std::vector<ClaimHolding> held;
+        for (const auto &c : claims) {
+            snap.claims.set(claimKey(c->ns, c->name), c);
+            held.push_back(*c);
+        }
+        snap.pods = std::move(pods);
+        snap.podsSynced = true;
+        InventoryOptions io;
+        io.job_label = kLabelJob;
+        const Inventory inv = Inventory::build(sl, held, io);
+        sync.evaluate_gates(snap, inv);
+        return sync.gate(42);
+    }
+    std::string gpu_of_job() const {
+        for (const auto &r : intents[0].results)
+            if (r.driver != "dra.cpu") return r.device;
+        FAIL("the job's claim has no GPU");
+        return "";
+    }
+};
+
+}  // namespace
+
+TEST_CASE("the gate waits until Kubernetes shows the job's claim allocated as written") {
+    World w(config());
+    GateState g = w.sync.gate(42);
+    CHECK(g.kind == Kind::Wait);
+    CHECK(g.total == 1);
+    g = w.after({});
+    CHECK(g.kind == Kind::Wait);
+    CHECK(g.ready == 0);
+    CHECK(g.why.find("not written yet") != std::string::npos);
+    auto unallocated = shown(w.intents[0]);
+    unallocated->allocated = false;
+    CHECK(w.after({unallocated}).why.find("not allocated yet") != std::string::npos);
+    auto other = shown(w.intents[0]);  // allocated, but not the job's devices
+    other->results.pop_back();
+    CHECK(w.after({other}).kind == Kind::Wait);
+    g = w.after({shown(w.intents[0])});
+    CHECK(g.kind == Kind::Open);
+    CHECK(g.ready == 1);
+    // Open stays open; the job's end forgets it.
+    CHECK(w.after({}).kind == Kind::Open);
+    w.sync.job_ended(42);
+    CHECK(w.sync.gate(42).kind == Kind::None);
+}
+
+TEST_CASE("a pod claim on one of the job's devices by the time its claim shows keeps the job from starting") {
+    World w(config());
+    const auto pod = pod_claim(w.intents[0], w.gpu_of_job());
+    const GateState g = w.after({shown(w.intents[0]), pod});
+    REQUIRE(g.kind == Kind::Overlap);
+    CHECK(g.why.find("tenant/train") != std::string::npos);
+    CHECK(g.why.find(w.intents[0].name) != std::string::npos);
+    // once decided, the pod's going does not let the job start here
+    CHECK(w.after({shown(w.intents[0])}).kind == Kind::Overlap);
+}
+
+TEST_CASE("a pod claim on another device of the node does not hold the job") {
+    World w(config());
+    std::string otherGpu;
+    for (const auto &s : w.sl)
+        for (const auto &d : s.devices)
+            if (s.driver != "dra.cpu" && d.name != w.gpu_of_job()) otherGpu = d.name;
+    REQUIRE(!otherGpu.empty());
+    auto pod = std::make_shared<ClaimHolding>(*pod_claim(w.intents[0], w.gpu_of_job()));
+    pod->results[0].device = otherGpu;
+    CHECK(w.after({shown(w.intents[0]), pod}).kind == Kind::Open);
+}
+
+TEST_CASE("a job with nothing on a Kubernetes node, or with the gate off, is not held") {
+    ClaimSync sync(config(), nowhere(), {}, quiet());
+    sync.set_write_gate([] { return false; });
+    auto inv = std::make_shared<const Inventory>(Inventory::build(slices(), {}));
+    sync.jobs_known({}, inv);
+    sync.job_started(JobAlloc{7, "bob", {JobNodeAlloc{"plain1", {0}, {}}}}, inv);
+    CHECK(sync.gate(7).kind == Kind::None);
+    Engine off(config(PluginConfig::LaunchGate::Off));
+    auto s = std::make_shared<ClaimSync>(config(), nowhere(), WriterOptions{}, quiet());
+    off.set_claim_sink(s);
+    s->jobs_known({}, inv);
+    s->job_started(job42(), inv);
+    CHECK(s->gate(42).kind == Kind::Wait);
+    CHECK(off.gate(42).kind == Kind::None);
+}
+
+TEST_CASE("LaunchGate=prepared also waits for the holder pod to run") {
+    World w(config(PluginConfig::LaunchGate::Prepared, true));
+    CHECK(w.sync.gate(42).total == 2);
+    const auto claim = shown(w.intents[0]);
+    GateState g = w.after({claim});
+    CHECK(g.kind == Kind::Wait);
+    CHECK(g.ready == 1);
+    CHECK(g.why.find("holder pod") != std::string::npos);
+    auto inv = std::make_shared<const Inventory>(Inventory::build(w.sl, {}));
+    const auto holders = job_holders(job42(), w.intents, *inv, w.cfg, w.cfg.cluster_label);
+    REQUIRE(holders.size() == 1);
+    auto pod = std::make_shared<PodHolding>();
+    pod->ns = holders[0].ns;
+    pod->name = holders[0].name;
+    pod->uid = "uid-holder";
+    pod->labels = holders[0].labels;
+    pod->nodeName = holders[0].node;
+    pod->claims = holders[0].claims;
+    pod->claimsDigest = holders[0].claimsDigest;
+    pod->phase = "Pending";
+    PodMap pods;
+    pods.set(claimKey(pod->ns, pod->name), pod);
+    CHECK(w.after({claim}, pods).kind == Kind::Wait);
+    auto running = std::make_shared<PodHolding>(*pod);
+    running->phase = "Running";
+    PodMap ran;
+    ran.set(claimKey(pod->ns, pod->name), running);
+    g = w.after({claim}, ran);
+    CHECK(g.kind == Kind::Open);
+    CHECK(g.ready == 2);
+}
