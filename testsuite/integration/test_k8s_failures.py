@@ -104,8 +104,9 @@ def _leases(c):
 
 def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
     """Split brain: another controller holds the claim namespace's Lease and
-    keeps renewing it. This slurmctld writes no claim meanwhile; once that
-    lease lapses it takes it over and writes what is missing."""
+    keeps renewing it. This slurmctld writes no claim meanwhile, and the
+    launch gate holds the job; once that lease lapses it takes it over,
+    writes what is missing, and the job starts."""
     import threading
     c = cluster_factory("mixed.json")
     log = c.run_dir / "log" / "slurmctld.log"
@@ -131,10 +132,12 @@ def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
         wait_for(lambda: "does not hold Lease" in log.read_text(), timeout=30,
                  what="the plugin to see it lost the lease")
         job = sbatch(c, "-w", "kube-b", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
-        wait_job(c, job, states={"RUNNING"})
+        # the launch gate holds it: no claim of it can show in Kubernetes
+        wait_job(c, job, states={"CONFIGURING"})
         deadline = time.monotonic() + 6  # three of its lease ticks
         while time.monotonic() < deadline:
             assert not job_claims(c, job), "a controller without the lease wrote a claim"
+            assert show_job(c, job).get("JobState") == "CONFIGURING", show_job(c, job)
             time.sleep(0.5)
     finally:
         stop.set()
@@ -143,6 +146,7 @@ def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
     wait_for(lambda: "took over from other-controller" in log.read_text(), timeout=60,
              what="the plugin to take the lapsed lease over")
     wait_for(lambda: job_claims(c, job), timeout=30, what="the missing claim to be written")
+    wait_job(c, job, states={"RUNNING"})
 
 
 def test_cpus_the_driver_reserves_are_no_mismatch_and_never_used(cluster_factory):
