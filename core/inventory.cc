@@ -304,6 +304,39 @@ void Inventory::apply_claims(const std::vector<ClaimHolding> &claims, const Inve
         for (const ClaimHolding &c : claims)
             if (c.allocated)
                 apply_claim(c, opts, pass, only);
+    if (only) {
+        if (NodeEntry *e = node(*only)) mark_overlaps(*e);
+    } else {
+        for (auto &p : nodes_)
+            if (p->ledger.job_holdings()) mark_overlaps(own(p));
+    }
+}
+
+// A pod's claim on a device a Slurm job's claim holds (kube-scheduler saw a
+// stale view, or someone wrote it by hand): both keep it, so the node takes
+// no new job until one of them goes, and it is told, never a silent union.
+// The driver's own holds (taints, partitions) are not pods.
+void Inventory::mark_overlaps(NodeEntry &e) {
+    e.overlaps.clear();
+    const auto &hs = e.ledger.holdings();
+    for (const Holding &j : hs) {
+        if (j.who.kind != Holder::Kind::Job) continue;
+        for (const Holding &p : hs) {
+            if (p.who.kind != Holder::Kind::Claim || p.who.claim.rfind("driver/", 0) == 0) continue;
+            bool shared = (j.gpus & p.gpus) != 0;
+            for (size_t w = 0; !shared && w < std::min(j.cpus.size(), p.cpus.size()); ++w)
+                shared = (j.cpus[w] & p.cpus[w]) != 0;
+            if (!shared) continue;
+            const std::string what = p.who.claim + " holds a device of Slurm job " + std::to_string(j.who.job);
+            if (std::find(e.overlaps.begin(), e.overlaps.end(), what) != e.overlaps.end()) continue;
+            e.overlaps.push_back(what);
+            claim_errors_.push_back("overlap on " + e.name + ": pod claim " + what +
+                                    "; the node takes no new job until one of them ends");
+        }
+    }
+    if (!e.overlaps.empty() && e.invalid.empty())
+        e.invalid = "overlap: pod claim " + e.overlaps.front() +
+                    (e.overlaps.size() > 1 ? " (and " + std::to_string(e.overlaps.size() - 1) + " more)" : "");
 }
 
 void Inventory::apply_claim(const ClaimHolding &c, const InventoryOptions &opts, ClaimPass pass,

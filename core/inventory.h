@@ -35,6 +35,10 @@ struct NodeEntry {
     // the ledger's stamp names both (view().stamp).
     NodeLedger ledger;
     std::string invalid;     // why the node cannot be used, "" when usable
+    // Pods' claims on devices a Slurm job holds here ("ns/name holds a
+    // device of Slurm job N"): never unioned silently; while there is one,
+    // the node takes no new job (invalid says so).
+    std::vector<std::string> overlaps;
     std::vector<std::string> warnings;
 
     bool usable() const { return invalid.empty() && topology.cpu; }
@@ -147,6 +151,7 @@ private:
     void apply_claim(const ClaimHolding &c, const InventoryOptions &opts, ClaimPass pass,
                      const std::string *only);
     static void hold_unavailable(NodeEntry &e);
+    void mark_overlaps(NodeEntry &e);
     std::shared_ptr<const CpuTopology> intern(std::shared_ptr<const CpuTopology> t);
 
     Nodes::Store nodes_;

@@ -34,6 +34,12 @@ void write_node(W &w, const NodeEntry &n) {
     w.String(n.name.c_str());
     w.Key("usable");
     w.Bool(n.usable());
+    if (!n.overlaps.empty()) {  // pods' claims on Slurm jobs' devices
+        w.Key("overlaps");
+        w.StartArray();
+        for (const std::string &o : n.overlaps) w.String(o.c_str());
+        w.EndArray();
+    }
     if (!n.usable()) {
         w.Key("reason");
         w.String(n.invalid.c_str());

@@ -77,6 +77,7 @@ void write_node(Writer &w, const NodeReport &n) {
     w.Key("usable");
     w.Bool(n.invalid.empty());
     nullable(w, "invalid", n.invalid);
+    strings(w, "overlaps", n.overlaps);
     kv(w, "mode", n.mode);
     kv(w, "mode_note", n.mode_note);
     nullable(w, "external_node", n.external_node);

@@ -266,6 +266,7 @@ Report build_report(const std::vector<ResourceSlice> &slices,
         NodeReport r;
         r.name = e->name;
         r.invalid = e->invalid;
+        r.overlaps = e->overlaps;
         if (e->topology.cpu) {
             add_topology(r, *e);
             r.reserved_cpus = reserved(*e->topology.cpu);

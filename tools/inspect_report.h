@@ -56,6 +56,7 @@ struct Unavailable {
 struct NodeReport {
     std::string name;
     std::string invalid;   // why the plugin cannot use the node, "" when usable
+    std::vector<std::string> overlaps;  // pods' claims on Slurm jobs' devices
     std::string mode;          // "slurmd" or "external"
     std::string mode_note;     // why that mode, and what it takes or what stops it
     std::string external_node; // the EXTERNAL node definition the plugin creates

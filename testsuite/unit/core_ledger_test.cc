@@ -112,6 +112,38 @@ TEST_CASE("claims in the snapshot hold devices, by name and by cpuset", "[ledger
     CHECK_FALSE(inv.job_begin("nope", 1, {}, {}, &err));
 }
 
+TEST_CASE("a pod claim on a Slurm job's device is an overlap: told, and the node takes no new job", "[ledger]") {
+    std::vector<ResourceSlice> slices{
+        slice("n1", kCpuDriver, small_smt_cpus()),
+        slice("n1", kNvidiaDriver,
+              {nvidia_gpu(0, 0, "0000:41:00.0"), nvidia_gpu(1, 1, "0000:c1:00.0")})};
+    auto job = claim("slurm-9", {result(kCpuDriver, "cpudev004"), result(kNvidiaDriver, "gpu-0")});
+    job.labels["k8s-cons-tres.slurm.io/job-id"] = "9";
+    auto beside = claim("pod-a", {result(kCpuDriver, "cpudev001"), result(kNvidiaDriver, "gpu-1")});
+    Inventory ok = Inventory::build(slices, {job, beside});
+    REQUIRE(ok.node("n1"));
+    CHECK(ok.node("n1")->usable());
+    CHECK(ok.node("n1")->overlaps.empty());
+
+    auto onto = claim("pod-b", {result(kNvidiaDriver, "gpu-0")});
+    Inventory bad = Inventory::build(slices, {job, beside, onto});
+    const NodeEntry *n = bad.node("n1");
+    REQUIRE(n);
+    CHECK_FALSE(n->usable());
+    REQUIRE(n->overlaps.size() == 1);
+    CHECK(n->overlaps[0].find(onto.ns + "/pod-b") != std::string::npos);
+    CHECK(n->overlaps[0].find("Slurm job 9") != std::string::npos);
+    CHECK(n->invalid.rfind("overlap: ", 0) == 0);
+    REQUIRE(bad.claim_errors().size() == 1);
+    CHECK(bad.claim_errors()[0].find("pod-b") != std::string::npos);
+    // the same on a rebuild of the node alone; gone once the pod's claim goes
+    Inventory again = Inventory::update(ok, {"n1"}, {{"n1", slices}}, {{"n1", {job, beside, onto}}});
+    CHECK_FALSE(again.node("n1")->usable());
+    Inventory after = Inventory::update(again, {"n1"}, {{"n1", slices}}, {{"n1", {job, beside}}});
+    CHECK(after.node("n1")->usable());
+    CHECK(after.node("n1")->overlaps.empty());
+}
+
 TEST_CASE("devices several claims hold stay out until the last claim goes", "[ledger]") {
     auto node = make_node("n", {{0, {4}, 2}}, {{0}});
     const CpuTopology &t = *node.cpu;
