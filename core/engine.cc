@@ -187,13 +187,24 @@ std::shared_ptr<const Inventory> Engine::current() const {
     return inventory_;
 }
 
+void Engine::set_write_problem(std::optional<std::string> why) {
+    std::lock_guard lock(write_mu_);
+    write_problem_ = why.value_or("");
+    write_blocked_.store(why.has_value());
+}
+
 bool Engine::fresh(Clock::time_point now) const {
+    if (write_blocked_.load()) return false;
     const int64_t at = synced_at_.load();
     if (published_.load() == 0 || at == kNeverSynced) return false;
     return now - Clock::time_point{Clock::duration(at)} <= config_->stale_after;
 }
 
 std::string Engine::staleness_reason(Clock::time_point now) const {
+    if (write_blocked_.load()) {
+        std::lock_guard lock(write_mu_);
+        return "claims cannot be written: " + write_problem_;
+    }
     const int64_t at = synced_at_.load();
     // Published but never in sync: one informer listed, another has not.
     if (published_.load() == 0 || at == kNeverSynced) return "inventory not yet in sync with the Kubernetes API server";

@@ -120,6 +120,10 @@ public:
     // Why Kubernetes nodes take no new jobs now, or nothing while the view
     // is in sync (the feed logs each change of this).
     std::optional<std::string> stale_reason() const;
+    // Client thread: why this controller cannot write claims now, nullopt
+    // when it can. Not being able to write counts as a stale view: until
+    // it can, Kubernetes nodes take no new jobs.
+    void set_write_problem(std::optional<std::string> why);
 
     // Changes whenever exclusion() answers may change.
     uint64_t generation() const;
@@ -199,6 +203,9 @@ private:
     uint64_t full_stamp_ = 0;                            // mu_
     static constexpr int64_t kNeverSynced = INT64_MIN;
     std::atomic<int64_t> synced_at_{kNeverSynced};  // Clock ticks of the last sync
+    std::atomic<bool> write_blocked_{false};
+    mutable std::mutex write_mu_;
+    std::string write_problem_;  // write_mu_
     mutable PlacementCache<NodeChoice> choices_;  // choose()'s answers
 
     // Slurm's own allocations per job (Kubernetes node names), as slurmctld

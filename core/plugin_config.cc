@@ -164,6 +164,7 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              if (l == "prepared") { c.launch_gate = PluginConfig::LaunchGate::Prepared; return ""; }
              return "expected off, claims or prepared";
          }}},
+        {"writestaleafter", {"WriteStaleAfter", [](PluginConfig &c, const std::string &v) { return set_seconds(c.write_stale_after, v, 2, 3600); }}},
         {"launchgatetimeout", {"LaunchGateTimeout", [](PluginConfig &c, const std::string &v) { return set_seconds(c.launch_gate_timeout, v, 5, 86400); }}},
         {"nodediscovery", {"NodeDiscovery", [](PluginConfig &c, const std::string &v) -> std::string {
              const std::string l = lower(v);

@@ -61,6 +61,11 @@ struct PluginConfig {
     enum class LaunchGate { Off, Claims, Prepared };
     LaunchGate launch_gate = LaunchGate::Claims;          // LaunchGate=off|claims|prepared
     std::chrono::seconds launch_gate_timeout{60};        // LaunchGateTimeout=
+    // Being able to write counts as freshness: Kubernetes nodes take no new
+    // jobs while a started job's claims have not shown in Kubernetes for
+    // this long (or writes are refused, the queue is full, the Lease is
+    // not held).
+    std::chrono::seconds write_stale_after{10};          // WriteStaleAfter=
 
     // Slurm EXTERNAL nodes (Slurm 25.05+): with NodeDiscovery=external every
     // Kubernetes node matching NodeSelector (a label selector, "" = all)

@@ -9,6 +9,7 @@
 #include "k8s_client/claim_owner.h"
 #include "k8s_client/claim_sync.h"
 
+#include <algorithm>
 #include <set>
 
 namespace k8sdra::k8s {
@@ -49,6 +50,10 @@ void ClaimSync::gate_reset(uint32_t job_id) {
         g.why = "claims not written yet";
         if (g.total == 0 && !incomplete_.count(job_id)) g = {};  // nothing of it on a Kubernetes node
     }
+    if (g.kind == Kind::None)
+        unwritten_.erase(job_id);
+    else
+        unwritten_.try_emplace(job_id, Clock::now());
     std::lock_guard lock(gate_mu_);
     if (g.kind == Kind::None)
         gates_.erase(job_id);
@@ -56,7 +61,9 @@ void ClaimSync::gate_reset(uint32_t job_id) {
         gates_[job_id] = g;
 }
 
-GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory) const {
+GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory,
+                             bool *claimsShown) const {
+    *claimsShown = false;
     auto in = intents_.find(job_id);
     if (in == intents_.end()) return {Kind::Wait, 0, 0, "claims not made yet (no view of the node)"};
     const bool pods = config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods;
@@ -67,7 +74,10 @@ GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Invent
         g.why = "a node of the job cannot take claims now";
         return g;
     }
-    if (g.total == 0) return {};
+    if (g.total == 0) {
+        *claimsShown = true;
+        return {};
+    }
     std::string missing;
     for (const ClaimIntent &c : in->second) {
         const ClaimHolding *have = snap.claim(c.ns, c.name);
@@ -76,6 +86,7 @@ GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Invent
         else if (missing.empty())
             missing = "ResourceClaim " + c.ns + "/" + c.name + (have ? " not allocated yet" : " not written yet");
     }
+    *claimsShown = g.ready == in->second.size();
     if (pods && hs != holders_.end())
         for (const HolderIntent &h : hs->second) {
             const PodHolding *p = snap.pods.find(claimKey(h.ns, h.name));
@@ -119,7 +130,9 @@ void ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
     std::vector<std::pair<uint32_t, GateState>> now;
     for (uint32_t id : waiting) {
         if (!jobs_.count(id)) continue;
-        GateState st = gate_of(id, snap, inventory);
+        bool shown = false;
+        GateState st = gate_of(id, snap, inventory, &shown);
+        if (shown) unwritten_.erase(id);
         if (st.kind == Kind::Overlap)
             log_.error("job " + std::to_string(id) + " must not start: " + st.why +
                        " (the pod keeps it; the job goes back to the queue)");
@@ -133,6 +146,23 @@ void ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
             else
                 it->second = std::move(st);
         }
+}
+
+std::optional<std::string> ClaimSync::write_problem(Clock::time_point now) const {
+    std::lock_guard lock(mu_);
+    if (!known_ || standby_) return std::nullopt;
+    if (!leader_) return "this controller does not hold the claim namespace's Lease";
+    if (writer_.stats().depth >= capacity_)
+        return "the claim queue is full (ClaimQueueLimit=" + std::to_string(capacity_) + ")";
+    if (unwritten_.empty()) return std::nullopt;
+    if (!refused_.empty()) return "a claim write was refused (" + refused_ + ")";
+    auto oldest = std::min_element(unwritten_.begin(), unwritten_.end(),
+                                   [](const auto &a, const auto &b) { return a.second < b.second; });
+    const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - oldest->second);
+    if (age < config_.write_stale_after) return std::nullopt;
+    return "the claims of job " + std::to_string(oldest->first) + " are not shown in Kubernetes after " +
+           std::to_string(age.count()) + "s (WriteStaleAfter=" + std::to_string(config_.write_stale_after.count()) +
+           "s)";
 }
 
 GateState ClaimSync::gate(uint32_t job_id) const {

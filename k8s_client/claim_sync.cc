@@ -17,7 +17,8 @@ std::string podKey(const std::string &name) { return "pod:" + name; }
 
 ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, WriterOptions opts,
                      Logger log)
-    : config_(std::move(config)), log_(log), writer_(std::move(api), std::move(opts), log.child("claims: ")) {
+    : config_(std::move(config)), log_(log), capacity_(opts.capacity),
+      writer_(std::move(api), std::move(opts), log.child("claims: ")) {
     writer_.onResult([this](const ClaimOpResult &r) {
         using K = ClaimOpResult::Kind;
         const bool pod = r.kind == K::PodApply || r.kind == K::PodRemove;
@@ -26,6 +27,7 @@ ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, Wri
                        (r.kind == K::Apply || r.kind == K::PodApply ? " written" : " deleted"));
         std::lock_guard lock(mu_);
         submitted_.erase(pod ? podKey(r.name) : r.name);  // settled: reconciliation may look again
+        if (r.kind == K::Apply) refused_ = r.ok ? "" : r.ns + "/" + r.name + ": " + r.error;
     });
     if (!config_.holder_pods)
         log_.info("HolderPods=no: Kubernetes does not enforce Slurm's allocations on the nodes (no pod consumes "
@@ -164,6 +166,7 @@ void ClaimSync::job_ended(uint32_t job_id) {
         std::lock_guard g(gate_mu_);
         gates_.erase(job_id);
     }
+    unwritten_.erase(job_id);
     jobs_.erase(job_id);
     incomplete_.erase(job_id);
     auto it = intents_.find(job_id);
@@ -184,6 +187,7 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
         std::lock_guard g(gate_mu_);
         gates_.clear();
     }
+    unwritten_.clear();
     for (const auto &job : running) {
         jobs_[job.job_id] = job;
         if (inventory) translate(job.job_id, *inventory);
@@ -216,6 +220,7 @@ void ClaimSync::standby() {
     holders_.clear();
     incomplete_.clear();
     submitted_.clear();
+    unwritten_.clear();
     {
         std::lock_guard g(gate_mu_);
         gates_.clear();

@@ -45,6 +45,11 @@ public:
     // (claim_gate.cc). Costs only the waiting jobs.
     void evaluate_gates(const Snapshot &snap, const Inventory &inventory);
     GateState gate(uint32_t job_id) const override;
+    // Why this controller cannot write claims now (the Lease not held while
+    // in charge, the queue full, a write refused, or a job's claims not
+    // shown in Kubernetes for WriteStaleAfter), nullopt when it can; nullopt
+    // too when not in charge (then nothing is written anyway).
+    std::optional<std::string> write_problem(std::chrono::steady_clock::time_point now) const;
     WriterStats stats() const { return writer_.stats(); }
 
 private:
@@ -64,7 +69,9 @@ private:
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
     // mu_ held: the job's gate from its intents, waiting until evaluated.
     void gate_reset(uint32_t job_id);
-    GateState gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory) const;  // mu_ held
+    // mu_ held; claimsShown: every claim of the job is there as written.
+    GateState gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory,
+                      bool *claimsShown) const;
 
     PluginConfig config_;
     Logger log_;
@@ -82,6 +89,11 @@ private:
     // asking never waits for a reconciliation.
     mutable std::mutex gate_mu_;
     std::map<uint32_t, GateState> gates_;
+    // Jobs whose claims Kubernetes does not show yet, since when (mu_), and
+    // the last refusal of a claim write since the last success (mu_).
+    std::map<uint32_t, Clock::time_point> unwritten_;
+    std::string refused_;
+    size_t capacity_;
     ClaimWriter writer_;
 };
 

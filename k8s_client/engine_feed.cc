@@ -213,6 +213,8 @@ void EngineFeed::run() {
                 lease_.release();
             }
             claims_->set_leader(active && lease_.held());
+            // Not being able to write counts as staleness (logged below, at each edge).
+            engine_->set_write_problem(claims_->write_problem(now));
             // The launch gate: at every new view, not at reconciliation's pace.
             if (published_version_)
                 if (auto inv = engine_->current()) claims_->evaluate_gates(*snap, *inv);

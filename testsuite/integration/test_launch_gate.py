@@ -156,3 +156,70 @@ def test_launch_gate_off_starts_at_once(gated):
     wait_job(c, job, states={"RUNNING"}, timeout=30)
     assert not job_claims(c, job)
     reset_faults(c)
+
+
+def test_kubernetes_nodes_take_no_new_job_while_claim_writes_are_refused(gated):
+    """Being able to write counts as freshness: with claim creates refused
+    (an RBAC or webhook denial) the Kubernetes nodes take no new job, plain
+    nodes still do, and all recovers once writes go through."""
+    c = gated()
+    log = c.run_dir / "log" / "slurmctld.log"
+    faults(c, **DENY_CLAIMS)
+    first = sbatch(c, "-w", "kube-a", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
+    wait_job(c, first, states={"CONFIGURING"}, timeout=60)
+    wait_for(lambda: "claims cannot be written: a claim write was refused" in log.read_text(), timeout=30,
+             what="the plugin to take the refusal as staleness")
+    second = sbatch(c, "-w", "kube-b", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
+    plain = sbatch(c, "-w", "plain-c", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
+    wait_job(c, plain, states={"RUNNING"}, timeout=30)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        assert show_job(c, second).get("JobState") == "PENDING", show_job(c, second)
+        time.sleep(0.5)
+    reset_faults(c)
+    wait_job(c, first, states={"RUNNING"}, timeout=60)
+    wait_job(c, second, states={"RUNNING"}, timeout=60)
+    assert job_claims(c, first) and job_claims(c, second)
+
+
+def test_a_pod_claim_on_a_running_jobs_device_is_told_and_fences_the_node(gated, tmp_path):
+    """Never a silent union: a pod claim that names a device a running job
+    holds (a scheduler with a stale view, a hand-written claim) is logged
+    with both objects, listed in the view file, and the node takes no new
+    job until it goes; the running job is left alone."""
+    c = gated()
+    log = c.run_dir / "log" / "slurmctld.log"
+    job = sbatch(c, "-w", "kube-a", "-c2", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300")
+    wait_job(c, job, states={"RUNNING"}, timeout=60)
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "late", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
+    (tmp_path / "late.json").write_text(json.dumps(claim))
+    kubectl(c, "create", "-f", str(tmp_path / "late.json"))
+    status = {"status": {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "kube-a",
+                                 "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["kube-a"]}]}]}}}}
+    kubectl(c, "patch", "resourceclaim", "late", "-n", "default", "--subresource=status",
+            "--type=merge", "-p", json.dumps(status))
+    told = f"overlap on kube-a: pod claim default/late holds a device of Slurm job {job}"
+    wait_for(lambda: told in log.read_text(), timeout=30, what="the overlap to be logged")
+    view = c.run_dir / "state" / "k8s_cons_tres_view.json"
+
+    def listed():
+        try:
+            nodes = json.loads(view.read_text())["nodes"]
+        except (OSError, ValueError):
+            return False
+        return any(n["node"] == "kube-a" and n.get("overlaps") for n in nodes)
+    wait_for(listed, timeout=30, what="the view file to list the overlap")
+    second = sbatch(c, "-w", "kube-a", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        assert show_job(c, second).get("JobState") == "PENDING", show_job(c, second)
+        assert show_job(c, job).get("JobState") == "RUNNING", show_job(c, job)
+        time.sleep(0.5)
+    kubectl(c, "delete", "resourceclaim", "late", "-n", "default")
+    wait_job(c, second, states={"RUNNING"}, timeout=60)

@@ -87,7 +87,8 @@ def test_package_names_the_slurm_release_and_pins_it(deb):
     files = run("dpkg-deb", "-c", str(deb)).stdout
     plugindir = make_var("print-plugindir")
     doc = f"./usr/share/doc/slurm-k8s-cons-tres-{release}/"
-    for path in (f".{plugindir}/select_k8s_cons_tres.so", "./usr/bin/k8s-cons-tres-inspect",
+    for path in (f".{plugindir}/select_k8s_cons_tres.so", f".{plugindir}/prep_k8s_cons_tres.so",
+                 "./usr/bin/k8s-cons-tres-inspect",
                  "./usr/share/man/man5/k8s_cons_tres.conf.5.gz",
                  "./usr/share/man/man8/select_k8s_cons_tres.8.gz",
                  "./usr/share/man/man1/k8s-cons-tres-inspect.1.gz",

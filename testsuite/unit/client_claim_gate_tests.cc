@@ -211,3 +211,28 @@ TEST_CASE("LaunchGate=prepared also waits for the holder pod to run") {
     CHECK(g.kind == Kind::Open);
     CHECK(g.ready == 2);
 }
+
+TEST_CASE("not being able to write is a problem to report: no Lease, a refusal, claims not shown in time") {
+    World w(config());
+    const auto now = std::chrono::steady_clock::now();
+    auto problem = w.sync.write_problem(now);
+    REQUIRE(problem);  // in charge, but without the Lease
+    CHECK(problem->find("Lease") != std::string::npos);
+    w.sync.set_leader(true);
+    CHECK(!w.sync.write_problem(now));  // job 42's claim is young
+    problem = w.sync.write_problem(now + std::chrono::seconds(11));
+    REQUIRE(problem);
+    CHECK(problem->find("job 42") != std::string::npos);
+    CHECK(problem->find("WriteStaleAfter=10s") != std::string::npos);
+    w.after({shown(w.intents[0])});  // Kubernetes shows it: nothing unwritten
+    CHECK(!w.sync.write_problem(now + std::chrono::seconds(11)));
+    // a job that ends takes its unwritten claims with it
+    w.sync.job_started(JobAlloc{43, "alice", {JobNodeAlloc{"node1", {5}, {}}}},
+                       std::make_shared<const Inventory>(Inventory::build(w.sl, {})));
+    CHECK(w.sync.write_problem(now + std::chrono::seconds(30)));
+    w.sync.job_ended(43);
+    CHECK(!w.sync.write_problem(now + std::chrono::seconds(30)));
+    // standby: not this controller's to write
+    w.sync.standby();
+    CHECK(!w.sync.write_problem(now + std::chrono::seconds(30)));
+}

@@ -249,6 +249,24 @@ TEST_CASE("an inventory update rebuilds only the changed nodes and equals a full
     CHECK(gone.node("node1")->ledger.free_cpu_count() == 30);
 }
 
+TEST_CASE("a controller that cannot write claims keeps Kubernetes nodes from new jobs, as a stale view does") {
+    Engine e(config());
+    auto sl = slices("node1");
+    e.publish(std::make_shared<const Inventory>(Inventory::build(sl, {})));
+    REQUIRE(e.exclusion("node1", nullptr, true).state == ViewState::Ready);
+    const uint64_t g = e.generation();
+    e.set_write_problem("a claim write was refused (slurm/x: 403)");
+    const auto ex = e.exclusion("node1", nullptr, true);
+    CHECK(ex.state == ViewState::Unavailable);
+    CHECK(ex.reason == "claims cannot be written: a claim write was refused (slurm/x: 403)");
+    CHECK(e.generation() != g);  // slurmctld's cache of the view is rebuilt
+    REQUIRE(e.stale_reason());
+    CHECK(e.exclusion("plain", nullptr, false).state == ViewState::NotK8s);
+    e.set_write_problem(std::nullopt);
+    CHECK(e.exclusion("node1", nullptr, true).state == ViewState::Ready);
+    CHECK(!e.stale_reason());
+}
+
 TEST_CASE("a new view made while an informer is behind does not make the view fresh") {
     Clock clock;
     Engine e(config(), [&] { return clock.now; });
