@@ -75,7 +75,7 @@ uninstall-local: uninstall-release-plugins
 
 # The plugin's exported symbols against this build's release (make check
 # runs check-plugin-exports.sh too; this is the same, on its own).
-check-exports: select_k8s_cons_tres.la
+check-exports: select_k8s_cons_tres.la prep_k8s_cons_tres.la
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/testsuite/check-plugin-exports.sh \
 		.libs/select_k8s_cons_tres.so
 

@@ -86,10 +86,12 @@ def find_plugin(release=None) -> Path:
 def find_prep(plugin) -> Path:
     """prep_k8s_cons_tres.so of the build `plugin` comes from (the launch
     gate's PrEp plugin is built beside it); that of ./build when the plugin
-    is a copy elsewhere."""
+    is a copy elsewhere or built with a sanitizer: slurmd loads every PrEp
+    plugin, and runs without the sanitizer's runtime preloaded."""
     for d in (Path(plugin).parent, TOP / "build" / ".libs"):
-        if (d / PREP_NAME).is_file():
-            return d / PREP_NAME
+        p = d / PREP_NAME
+        if p.is_file() and b"__asan_init" not in p.read_bytes() and b"__tsan_init" not in p.read_bytes():
+            return p
     raise ClusterError(f"{PREP_NAME} is not built beside {plugin}: make prep_k8s_cons_tres.la there "
                        "(build-aux/build.sh builds it with the plugin)")
 
