@@ -154,10 +154,15 @@ std::optional<std::string> ClaimSync::write_problem(Clock::time_point now) const
     if (!leader_) return "this controller does not hold the claim namespace's Lease";
     if (writer_.stats().depth >= capacity_)
         return "the claim queue is full (ClaimQueueLimit=" + std::to_string(capacity_) + ")";
-    if (unwritten_.empty()) return std::nullopt;
+    // Only claims that could be written count: a job whose node cannot take
+    // claims now (no slices, an unusable node) waits for that node, which
+    // keeps itself out; one broken node must not stop the others.
+    const std::pair<const uint32_t, Clock::time_point> *oldest = nullptr;
+    for (const auto &u : unwritten_)
+        if (intents_.count(u.first) && !incomplete_.count(u.first) && (!oldest || u.second < oldest->second))
+            oldest = &u;
+    if (!oldest) return std::nullopt;
     if (!refused_.empty()) return "a claim write was refused (" + refused_ + ")";
-    auto oldest = std::min_element(unwritten_.begin(), unwritten_.end(),
-                                   [](const auto &a, const auto &b) { return a.second < b.second; });
     const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - oldest->second);
     if (age < config_.write_stale_after) return std::nullopt;
     return "the claims of job " + std::to_string(oldest->first) + " are not shown in Kubernetes after " +

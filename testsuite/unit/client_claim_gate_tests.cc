@@ -232,6 +232,13 @@ TEST_CASE("not being able to write is a problem to report: no Lease, a refusal, 
     CHECK(w.sync.write_problem(now + std::chrono::seconds(30)));
     w.sync.job_ended(43);
     CHECK(!w.sync.write_problem(now + std::chrono::seconds(30)));
+    // a job whose node cannot take claims now is that node's problem, not the writer's
+    Inventory broken = Inventory::build(w.sl, {});
+    broken.node("node1")->invalid = "driver restarting";
+    w.sync.job_started(JobAlloc{44, "alice", {JobNodeAlloc{"node1", {6}, {}}}},
+                       std::make_shared<const Inventory>(std::move(broken)));
+    CHECK(w.sync.gate(44).kind == Kind::Wait);
+    CHECK(!w.sync.write_problem(now + std::chrono::seconds(30)));
     // standby: not this controller's to write
     w.sync.standby();
     CHECK(!w.sync.write_problem(now + std::chrono::seconds(30)));
