@@ -42,6 +42,11 @@ def parse_args(argv):
                    help="run a stand-in kubelet + DRA drivers per node that "
                    "slices name: pods there run once their claims are "
                    "reserved for them (GET /_test/nodes/NODE/agent)")
+    p.add_argument("--delay-ms", type=int, default=0, metavar="N",
+                   help="answer every API request N ms late, as a real API server "
+                   "does while etcd commits (5-20 ms a write); kept by /_test/faults/reset")
+    p.add_argument("--jitter-ms", type=int, default=0, metavar="J",
+                   help="and up to J ms more, at random")
     p.add_argument("--verbose", action="store_true", help="log requests")
     return p.parse_args(argv)
 

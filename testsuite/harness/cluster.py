@@ -238,6 +238,10 @@ class Cluster:
         self.plugin_extra = ""
         # KubernetesNodes= instead of the fixture's Kubernetes nodes (None).
         self.kubernetes_nodes = None
+        # The test API server's own latency (--delay-ms, --jitter-ms): a
+        # real kube-apiserver takes 5-20 ms a write. Set before up().
+        self.api_delay_ms = 0
+        self.api_jitter_ms = 0
         # The plugin's token gets etc/rbac-node-discovery.yaml's rules too
         # (Nodes, slurm-bridge's pods): None grants them where the config
         # needs them (NodeDiscovery=external, ExternalJobClaims=bridge), as
@@ -470,7 +474,10 @@ class Cluster:
         self._spawn("apiserver", [*(["nice", "-n", str(nice)] if nice else []),
                                   "/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
                                   "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
-                                  *(["--node-agents"] if self.node_agents else []), *args])
+                                  *(["--node-agents"] if self.node_agents else []),
+                                  *(["--delay-ms", str(self.api_delay_ms)] if self.api_delay_ms else []),
+                                  *(["--jitter-ms", str(self.api_jitter_ms)] if self.api_jitter_ms else []),
+                                  *args])
         wait_for(info.exists, timeout=timeout, what="the test API server to listen",
                  on_timeout=lambda: self.tail("log/apiserver.out"))
 

@@ -449,6 +449,24 @@ def test_delay_and_hang(srv):
     assert srv.request("GET", SLICES)[0] == 200
 
 
+def test_jitter_and_the_servers_own_latency_kept_by_reset():
+    """--delay-ms/--jitter-ms: every answer at least that late, at most the
+    jitter more; a reset of the faults keeps the server's own latency."""
+    with TestApiServer(extra_args=["--delay-ms", "60", "--jitter-ms", "40"]) as slow:
+        def took():
+            t0 = time.monotonic()
+            assert slow.request("GET", SLICES)[0] == 200
+            return time.monotonic() - t0
+        for _ in range(2):
+            times = [took() for _ in range(8)]
+            assert min(times) >= 0.06, times
+            assert max(times) < 0.06 + 0.04 + 2.0, times  # the jitter, and a loaded machine's own noise
+            assert len({round(t, 3) for t in times}) > 1, times  # not a fixed delay
+            slow.reset_faults()
+        slow.set_faults(jitterMs=200)
+        assert max(took() for _ in range(8)) > 0.1 + 0.01
+
+
 def test_refuse_closes_the_port_until_cleared(srv):
     srv.set_faults(refuse=True)
     with pytest.raises(ConnectionRefusedError):

@@ -28,7 +28,7 @@ class App:
         self.verbose = opts.verbose
         self.store = Store(history_limit=opts.history)
         self.api = Api(self.store)
-        self.faults = Faults()
+        self.faults = Faults(getattr(opts, "delay_ms", 0), getattr(opts, "jitter_ms", 0))
         self.stats = Stats()
         self.control = Control(self)
         self.watches = Watches(self, opts.bookmark_interval,

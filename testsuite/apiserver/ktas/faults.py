@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Run-time fault injection settings (POST /_test/faults)."""
 
+import random
 import threading
 
-SETTINGS = ("refuse", "hang", "status", "retryAfter", "delayMs", "count",
+SETTINGS = ("refuse", "hang", "status", "retryAfter", "delayMs", "jitterMs", "count",
             "resource", "verb", "expiredAsHttp")
 DEFAULTS = {"refuse": False, "hang": False, "status": 0, "retryAfter": None,
-            "delayMs": 0, "count": 0, "resource": "", "verb": "",
+            "delayMs": 0, "jitterMs": 0, "count": 0, "resource": "", "verb": "",
             "expiredAsHttp": False}
 
 
@@ -14,14 +15,19 @@ class Faults:
     """`status` (with `retryAfter`) answers API requests with that code;
     `count` > 0 limits it to the next N matching requests; `resource` and
     `verb` narrow which requests match.  `hang` holds requests until it is
-    cleared; `delayMs` slows every answer; `expiredAsHttp` answers a watch
-    from an expired resourceVersion with HTTP 410 instead of a 200 stream
-    holding an ERROR event."""
+    cleared; `delayMs` slows every answer, `jitterMs` by up to that much
+    more, at random; `expiredAsHttp` answers a watch from an expired
+    resourceVersion with HTTP 410 instead of a 200 stream holding an ERROR
+    event. base_delay_ms and base_jitter_ms (--delay-ms, --jitter-ms) are
+    the server's own latency, as a real API server's etcd commit: added to
+    every answer, and kept by reset()."""
 
-    def __init__(self):
+    def __init__(self, base_delay_ms=0, base_jitter_ms=0):
         self.cond = threading.Condition()
         self.state = dict(DEFAULTS)
         self.stopping = False
+        self.base_delay_ms = base_delay_ms
+        self.base_jitter_ms = base_jitter_ms
 
     def update(self, changes):
         with self.cond:
@@ -31,6 +37,7 @@ class Faults:
             self.state["status"] = int(self.state["status"] or 0)
             self.state["count"] = int(self.state["count"] or 0)
             self.state["delayMs"] = int(self.state["delayMs"] or 0)
+            self.state["jitterMs"] = int(self.state["jitterMs"] or 0)
             self.cond.notify_all()
             return dict(self.state)
 
@@ -72,7 +79,9 @@ class Faults:
 
     def delay_seconds(self):
         with self.cond:
-            return self.state["delayMs"] / 1000.0
+            fixed = self.state["delayMs"] + self.base_delay_ms
+            jitter = self.state["jitterMs"] + self.base_jitter_ms
+        return (fixed + (random.uniform(0, jitter) if jitter else 0)) / 1000.0
 
     def stop(self):
         with self.cond:
