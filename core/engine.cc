@@ -193,15 +193,18 @@ void Engine::set_write_problem(std::optional<std::string> why) {
     write_blocked_.store(why.has_value());
 }
 
-bool Engine::fresh(Clock::time_point now) const {
-    if (write_blocked_.load()) return false;
+bool Engine::view_fresh(Clock::time_point now) const {
     const int64_t at = synced_at_.load();
     if (published_.load() == 0 || at == kNeverSynced) return false;
     return now - Clock::time_point{Clock::duration(at)} <= config_->stale_after;
 }
 
+bool Engine::fresh(Clock::time_point now) const { return !write_blocked_.load() && view_fresh(now); }
+
+// An old view is named first: it is the cause when the API server is gone
+// (and writes fail with it).
 std::string Engine::staleness_reason(Clock::time_point now) const {
-    if (write_blocked_.load()) {
+    if (view_fresh(now) && write_blocked_.load()) {
         std::lock_guard lock(write_mu_);
         return "claims cannot be written: " + write_problem_;
     }

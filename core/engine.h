@@ -185,7 +185,8 @@ private:
     void change_all();
     void remember_ended(uint32_t job_id);
 
-    bool fresh(Clock::time_point now) const;
+    bool fresh(Clock::time_point now) const;       // the view, and writes possible
+    bool view_fresh(Clock::time_point now) const;  // the view alone
     std::string staleness_reason(Clock::time_point now) const;
 
     std::optional<PluginConfig> config_;

@@ -128,7 +128,12 @@ void EngineFeed::write_view(const Inventory &inv, uint64_t version) {
 // starts and stops, once each time (the reason is the one job_test gives).
 void EngineFeed::log_sync_change() {
     const std::optional<std::string> stale = engine_->stale_reason();
-    if (!stale == in_sync_) return;
+    // Each edge once, and again when the kind of cause changes (claims that
+    // cannot be written, a view that is old): both are worth an admin's
+    // reading, and an outage often brings one after the other.
+    const bool writes = stale && stale->rfind("claims cannot be written", 0) == 0;
+    if (!stale == in_sync_ && (in_sync_ || writes == stale_writes_)) return;
+    stale_writes_ = writes;
     in_sync_ = !stale;
     if (in_sync_)
         log_.info("view in sync with the Kubernetes API server: Kubernetes nodes take jobs");

@@ -68,6 +68,7 @@ private:
     std::chrono::steady_clock::duration view_took_{};  // the last write of it
     bool view_pending_ = false;
     bool in_sync_ = false;  // as last logged
+    bool stale_writes_ = false;  // the last stale reason logged was about writes
     std::thread thread_;
 };
 

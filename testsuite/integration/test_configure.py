@@ -151,7 +151,9 @@ def test_a_list_of_releases_builds_and_checks_one_plugin_per_release(tmp_path):
 
     res = make("check-exports", "check-release-plugins")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert res.stdout.count("PASS:") == 2, res.stdout
+    # one select plugin and its launch gate's PrEp plugin per release
+    assert res.stdout.count("PASS: .libs/select_k8s_cons_tres.so") == 2, res.stdout
+    assert res.stdout.count("PASS: .libs/prep_k8s_cons_tres.so") == 2, res.stdout
     assert "(36 select_p_*, as its release's loader requires)" in res.stdout, res.stdout
     assert "(13 select_p_*, as its release's loader requires)" in res.stdout, res.stdout
 
@@ -162,7 +164,7 @@ def test_a_list_of_releases_builds_and_checks_one_plugin_per_release(tmp_path):
                                text=True).stdout.strip()
     assert plugindir == str(release.prefix / "lib" / "slurm")
     installed = sorted(p.name for p in (stage / plugindir.lstrip("/")).iterdir())
-    assert installed == ["select_k8s_cons_tres.so"]
+    assert installed == ["prep_k8s_cons_tres.so", "select_k8s_cons_tres.so"]
 
 
 def test_an_unknown_slurm_release_is_refused(tmp_path):

@@ -104,9 +104,9 @@ def _leases(c):
 
 def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
     """Split brain: another controller holds the claim namespace's Lease and
-    keeps renewing it. This slurmctld writes no claim meanwhile, and the
-    launch gate holds the job; once that lease lapses it takes it over,
-    writes what is missing, and the job starts."""
+    keeps renewing it. This slurmctld writes no claim meanwhile, and its
+    Kubernetes nodes take no job; once that lease lapses it takes it over,
+    the job starts and its claim is written."""
     import threading
     c = cluster_factory("mixed.json")
     log = c.run_dir / "log" / "slurmctld.log"
@@ -131,13 +131,14 @@ def test_a_controller_without_the_lease_writes_no_claim(cluster_factory):
     try:
         wait_for(lambda: "does not hold Lease" in log.read_text(), timeout=30,
                  what="the plugin to see it lost the lease")
+        # Not able to write, it places no job on a Kubernetes node at all
+        wait_for(lambda: "claims cannot be written: this controller does not hold" in log.read_text(),
+                 timeout=30, what="the plugin to stop Kubernetes nodes for want of the lease")
         job = sbatch(c, "-w", "kube-b", "-o", "/dev/null", "-c2", "--wrap", "sleep 300")
-        # the launch gate holds it: no claim of it can show in Kubernetes
-        wait_job(c, job, states={"CONFIGURING"})
         deadline = time.monotonic() + 6  # three of its lease ticks
         while time.monotonic() < deadline:
             assert not job_claims(c, job), "a controller without the lease wrote a claim"
-            assert show_job(c, job).get("JobState") == "CONFIGURING", show_job(c, job)
+            assert show_job(c, job).get("JobState") == "PENDING", show_job(c, job)
             time.sleep(0.5)
     finally:
         stop.set()
