@@ -42,6 +42,27 @@ def gated():
         c.down()
 
 
+def pod_gpu_claim(c, tmp_path, name):
+    """A pod's claim for one GPU, not allocated yet (waiting for kube-scheduler)."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
+    (tmp_path / f"{name}.json").write_text(json.dumps(claim))
+    kubectl(c, "create", "-f", str(tmp_path / f"{name}.json"))
+
+
+def allocate_gpu(c, name, node, device):
+    """kube-scheduler's allocation of that claim: `device` on `node`."""
+    status = {"status": {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node,
+                                 "device": device}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+    kubectl(c, "patch", "resourceclaim", name, "-n", "default", "--subresource=status",
+            "--type=merge", "-p", json.dumps(status))
+
+
 def held(c, job, out, seconds=3):
     """The job stays CONFIGURING with the gate's reason, its script not run."""
     wait_job(c, job, states={"CONFIGURING"}, timeout=60)
@@ -98,25 +119,14 @@ def test_a_job_still_gated_after_the_timeout_is_requeued(gated, version):
 def test_a_pod_claim_in_the_window_keeps_the_device_and_requeues_the_job(gated, version, tmp_path):
     c = gated(version)
     # A pod's claim waits for kube-scheduler (not allocated yet) ...
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "racer", "namespace": "default"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
-    (tmp_path / "racer.json").write_text(json.dumps(claim))
-    kubectl(c, "create", "-f", str(tmp_path / "racer.json"))
+    pod_gpu_claim(c, tmp_path, "racer")
     faults(c, **DENY_CLAIMS)
     job = sbatch(c, "-w", "kube-a", "-c2", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300")
     wait_job(c, job, states={"CONFIGURING"}, timeout=60)
     detail = c.run("scontrol", "-d", "show", "job", str(job)).stdout
     assert "IDX:0" in detail, detail  # gpu-1 is web-0's
     # ... and gets gpu-0, the job's, before the job's claim is written.
-    status = {"status": {"allocation": {
-        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "kube-a",
-                                 "device": "gpu-0"}]},
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["kube-a"]}]}]}}}}
-    kubectl(c, "patch", "resourceclaim", "racer", "-n", "default", "--subresource=status",
-            "--type=merge", "-p", json.dumps(status))
+    allocate_gpu(c, "racer", "kube-a", "gpu-0")
     assert show_job(c, job).get("JobState") == "CONFIGURING"
     reset_faults(c)
     j = wait_job(c, job, states={"PENDING"}, timeout=60)
@@ -191,19 +201,8 @@ def test_a_pod_claim_on_a_running_jobs_device_is_told_and_fences_the_node(gated,
     log = c.run_dir / "log" / "slurmctld.log"
     job = sbatch(c, "-w", "kube-a", "-c2", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300")
     wait_job(c, job, states={"RUNNING"}, timeout=60)
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "late", "namespace": "default"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
-    (tmp_path / "late.json").write_text(json.dumps(claim))
-    kubectl(c, "create", "-f", str(tmp_path / "late.json"))
-    status = {"status": {"allocation": {
-        "devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": "kube-a",
-                                 "device": "gpu-0"}]},
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["kube-a"]}]}]}}}}
-    kubectl(c, "patch", "resourceclaim", "late", "-n", "default", "--subresource=status",
-            "--type=merge", "-p", json.dumps(status))
+    pod_gpu_claim(c, tmp_path, "late")
+    allocate_gpu(c, "late", "kube-a", "gpu-0")
     told = f"overlap on kube-a: pod claim default/late holds a device of Slurm job {job}"
     wait_for(lambda: told in log.read_text(), timeout=30, what="the overlap to be logged")
     view = c.run_dir / "state" / "k8s_cons_tres_view.json"

@@ -38,6 +38,12 @@ AllocationResult result(const std::string &driver, const std::string &device) {
 }
 }  // namespace
 
+// n1: small_smt_cpus() and two GPUs, one per NUMA node.
+static std::vector<ResourceSlice> smt_node_with_two_gpus() {
+    return {slice("n1", kCpuDriver, small_smt_cpus()),
+            slice("n1", kNvidiaDriver, {nvidia_gpu(0, 0, "0000:41:00.0"), nvidia_gpu(1, 1, "0000:c1:00.0")})};
+}
+
 TEST_CASE("ledger counts free CPUs, cores and GPUs and refuses double booking", "[ledger]") {
     auto node = make_node("n", {{0, {4}, 2}, {1, {4}, 2}}, {{0}, {1}});
     const CpuTopology &t = *node.cpu;
@@ -78,10 +84,7 @@ TEST_CASE("free cores without uniform threads per core", "[ledger]") {
 }
 
 TEST_CASE("claims in the snapshot hold devices, by name and by cpuset", "[ledger]") {
-    std::vector<ResourceSlice> slices{
-        slice("n1", kCpuDriver, small_smt_cpus()),
-        slice("n1", kNvidiaDriver,
-              {nvidia_gpu(0, 0, "0000:41:00.0"), nvidia_gpu(1, 1, "0000:c1:00.0")})};
+    const std::vector<ResourceSlice> slices = smt_node_with_two_gpus();
     auto pod = claim("pod-a", {result(kCpuDriver, "cpudev000"), result(kCpuDriver, "cpudev001"),
                                result(kNvidiaDriver, "gpu-1")});
     auto job = claim("slurm-9", {result(kCpuDriver, "cpudev004")});
@@ -113,10 +116,7 @@ TEST_CASE("claims in the snapshot hold devices, by name and by cpuset", "[ledger
 }
 
 TEST_CASE("a pod claim on a Slurm job's device is an overlap: told, and the node takes no new job", "[ledger]") {
-    std::vector<ResourceSlice> slices{
-        slice("n1", kCpuDriver, small_smt_cpus()),
-        slice("n1", kNvidiaDriver,
-              {nvidia_gpu(0, 0, "0000:41:00.0"), nvidia_gpu(1, 1, "0000:c1:00.0")})};
+    const std::vector<ResourceSlice> slices = smt_node_with_two_gpus();
     auto job = claim("slurm-9", {result(kCpuDriver, "cpudev004"), result(kNvidiaDriver, "gpu-0")});
     job.labels["k8s-cons-tres.slurm.io/job-id"] = "9";
     auto beside = claim("pod-a", {result(kCpuDriver, "cpudev001"), result(kNvidiaDriver, "gpu-1")});
@@ -166,10 +166,7 @@ TEST_CASE("devices several claims hold stay out until the last claim goes", "[le
 }
 
 TEST_CASE("overlapping claims keep the union out; neither is dropped", "[ledger]") {
-    std::vector<ResourceSlice> slices{
-        slice("n1", kCpuDriver, small_smt_cpus()),
-        slice("n1", kNvidiaDriver,
-              {nvidia_gpu(0, 0, "0000:41:00.0"), nvidia_gpu(1, 1, "0000:c1:00.0")})};
+    const std::vector<ResourceSlice> slices = smt_node_with_two_gpus();
     // the later claim shares cpudev000 and gpu-0 and adds cpudev001 and gpu-1
     auto first = claim("admin", {result(kCpuDriver, "cpudev000"), result(kNvidiaDriver, "gpu-0")});
     auto later = claim("late", {result(kCpuDriver, "cpudev000"), result(kCpuDriver, "cpudev001"),
