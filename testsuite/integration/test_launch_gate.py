@@ -14,7 +14,7 @@ import pytest
 from harness import slurm_release
 from harness.cluster import Cluster, new_run_dir
 from harness.jobs import sbatch, show_job, wait_job
-from harness.kube import faults, job_claims, kubectl, reset_faults
+from harness.kube import faults, holder_pods, job_claims, kubectl, reset_faults
 from harness.wait import wait_for
 from conftest import FIXTURES, release_unavailable
 
@@ -222,3 +222,22 @@ def test_a_pod_claim_on_a_running_jobs_device_is_told_and_fences_the_node(gated,
         time.sleep(0.5)
     kubectl(c, "delete", "resourceclaim", "late", "-n", "default")
     wait_job(c, second, states={"RUNNING"}, timeout=60)
+
+
+def test_launch_gate_prepared_also_waits_for_the_running_holder_pod(gated):
+    """LaunchGate=prepared: the claims alone are not enough; the job starts
+    once its holder pod runs (kubelet and the drivers prepared the claims:
+    the node agents play them). With holder pod creates refused, the job
+    waits with its claim allocated."""
+    c = gated(extra="LaunchGate=prepared\n")
+    out = c.run_dir / "prepared.out"
+    faults(c, status=403, resource="pods", verb="create")
+    job = sbatch(c, "-w", "kube-a", "-c2", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    wait_for(lambda: job_claims(c, job) and job_claims(c, job)[0].get("status", {}).get("allocation"),
+             timeout=60, what="the job's claim, allocated")
+    held(c, job, out)
+    assert "holder_pod" in show_job(c, job).get("Reason", ""), show_job(c, job)  # scontrol: spaces as _
+    reset_faults(c)
+    wait_job(c, job, states={"RUNNING"}, timeout=60)
+    pods = holder_pods(c, job)
+    assert pods and pods[0]["status"].get("phase") == "Running", pods
