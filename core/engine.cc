@@ -206,7 +206,7 @@ bool Engine::fresh(Clock::time_point now) const { return !write_blocked_.load() 
 std::string Engine::staleness_reason(Clock::time_point now) const {
     if (view_fresh(now) && write_blocked_.load()) {
         std::lock_guard lock(write_mu_);
-        return "claims cannot be written: " + write_problem_;
+        return kCannotWrite + write_problem_;
     }
     const int64_t at = synced_at_.load();
     // Published but never in sync: one informer listed, another has not.

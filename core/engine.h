@@ -120,6 +120,8 @@ public:
     // Why Kubernetes nodes take no new jobs now, or nothing while the view
     // is in sync (the feed logs each change of this).
     std::optional<std::string> stale_reason() const;
+    // How stale_reason() begins when the cause is that claims cannot be written.
+    static constexpr const char *kCannotWrite = "claims cannot be written: ";
     // Client thread: why this controller cannot write claims now, nullopt
     // when it can. Not being able to write counts as a stale view: until
     // it can, Kubernetes nodes take no new jobs.

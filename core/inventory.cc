@@ -318,16 +318,14 @@ void Inventory::apply_claims(const std::vector<ClaimHolding> &claims, const Inve
 // The driver's own holds (taints, partitions) are not pods.
 void Inventory::mark_overlaps(NodeEntry &e) {
     e.overlaps.clear();
-    const auto &hs = e.ledger.holdings();
-    for (const Holding &j : hs) {
-        if (j.who.kind != Holder::Kind::Job) continue;
-        for (const Holding &p : hs) {
-            if (p.who.kind != Holder::Kind::Claim || p.who.claim.rfind("driver/", 0) == 0) continue;
-            bool shared = (j.gpus & p.gpus) != 0;
-            for (size_t w = 0; !shared && w < std::min(j.cpus.size(), p.cpus.size()); ++w)
-                shared = (j.cpus[w] & p.cpus[w]) != 0;
-            if (!shared) continue;
-            const std::string what = p.who.claim + " holds a device of Slurm job " + std::to_string(j.who.job);
+    std::vector<Holder> jobs;
+    for (const Holding &h : e.ledger.holdings())
+        if (h.who.kind == Holder::Kind::Job && std::find(jobs.begin(), jobs.end(), h.who) == jobs.end())
+            jobs.push_back(h.who);
+    for (const Holder &j : jobs) {
+        for (const std::string &claim : e.ledger.claims_sharing(j)) {
+            if (claim.rfind("driver/", 0) == 0) continue;
+            const std::string what = claim + " holds a device of Slurm job " + std::to_string(j.job);
             if (std::find(e.overlaps.begin(), e.overlaps.end(), what) != e.overlaps.end()) continue;
             e.overlaps.push_back(what);
             claim_errors_.push_back("overlap on " + e.name + ": pod claim " + what +

@@ -175,6 +175,23 @@ Words NodeLedger::held_cpus(Holder::Kind kind) const {
     return out;
 }
 
+std::vector<std::string> NodeLedger::claims_sharing(const Holder &who) const {
+    Words cpus(free_cpus_.size(), 0);
+    uint64_t gpus = 0;
+    for (const Holding &h : holdings_)
+        if (h.who == who) {
+            for (size_t i = 0; i < cpus.size(); ++i) cpus[i] |= h.cpus[i];
+            gpus |= h.gpus;
+        }
+    std::vector<std::string> out;
+    for (const Holding &h : holdings_)
+        if (h.who.kind == Holder::Kind::Claim &&
+            ((h.gpus & gpus) || popcount_and(h.cpus.data(), cpus.data(), cpus.size())) &&
+            std::find(out.begin(), out.end(), h.who.claim) == out.end())
+            out.push_back(h.who.claim);
+    return out;
+}
+
 uint64_t NodeLedger::held_gpus(Holder::Kind kind) const {
     uint64_t g = 0;
     for (const Holding &h : holdings_)

@@ -79,6 +79,9 @@ public:
     // Union of the CPUs held by holders of one kind.
     Words held_cpus(Holder::Kind kind) const;
     uint64_t held_gpus(Holder::Kind kind) const;
+    // The claims ("namespace/name" of Kind::Claim holders) that hold a
+    // device `who` holds too, in holding order, each once.
+    std::vector<std::string> claims_sharing(const Holder &who) const;
 
 private:
     void refresh_counts();

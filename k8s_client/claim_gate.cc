@@ -6,10 +6,8 @@
 // The claims informer is one watch: a snapshot that has our claim has every
 // claim written before it, so a pod that got one of the job's devices in
 // the window between job_begin and the write is seen here.
-#include "k8s_client/claim_owner.h"
 #include "k8s_client/claim_sync.h"
 
-#include <algorithm>
 #include <set>
 
 namespace k8sdra::k8s {
@@ -17,36 +15,13 @@ namespace {
 
 using Kind = GateState::Kind;
 
-// What pods' (or a driver's) holdings on the node share with the job's.
-std::vector<std::string> overlapping(const NodeEntry &e, uint32_t job_id) {
-    const Holder job = Holder::of_job(job_id);
-    Words cpus;
-    uint64_t gpus = 0;
-    for (const Holding &h : e.ledger.holdings())
-        if (h.who == job) {
-            cpus.resize(std::max(cpus.size(), h.cpus.size()), 0);
-            for (size_t w = 0; w < h.cpus.size(); ++w) cpus[w] |= h.cpus[w];
-            gpus |= h.gpus;
-        }
-    std::vector<std::string> out;
-    for (const Holding &h : e.ledger.holdings()) {
-        if (h.who.kind != Holder::Kind::Claim) continue;
-        bool shared = (h.gpus & gpus) != 0;
-        for (size_t w = 0; !shared && w < std::min(cpus.size(), h.cpus.size()); ++w)
-            shared = (h.cpus[w] & cpus[w]) != 0;
-        if (shared) out.push_back(h.who.claim);
-    }
-    return out;
-}
-
 }  // namespace
 
 void ClaimSync::gate_reset(uint32_t job_id) {
     GateState g{Kind::Wait, 0, 0, "claims not made yet"};
     if (auto it = intents_.find(job_id); it != intents_.end()) {
         g.total = static_cast<unsigned>(it->second.size());
-        if (config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods)
-            g.total += static_cast<unsigned>(holders_[job_id].size());
+        if (waits_for_pods()) g.total += static_cast<unsigned>(holders_[job_id].size());
         g.why = "claims not written yet";
         if (g.total == 0 && !incomplete_.count(job_id)) g = {};  // nothing of it on a Kubernetes node
     }
@@ -66,7 +41,7 @@ GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Invent
     *claimsShown = false;
     auto in = intents_.find(job_id);
     if (in == intents_.end()) return {Kind::Wait, 0, 0, "claims not made yet (no view of the node)"};
-    const bool pods = config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods;
+    const bool pods = waits_for_pods();
     const auto hs = holders_.find(job_id);
     GateState g{Kind::Wait, 0, static_cast<unsigned>(in->second.size()), ""};
     if (pods && hs != holders_.end()) g.total += static_cast<unsigned>(hs->second.size());
@@ -105,7 +80,7 @@ GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Invent
     for (const std::string &n : nodes) {
         const NodeEntry *e = inventory.node(n);
         if (!e) continue;
-        for (const std::string &other : overlapping(*e, job_id)) {
+        for (const std::string &other : e->ledger.claims_sharing(Holder::of_job(job_id))) {
             std::string mine;
             for (const ClaimIntent &c : in->second)
                 if (c.nodeName == n) mine += (mine.empty() ? "" : ", ") + c.ns + "/" + c.name;

@@ -67,6 +67,10 @@ private:
                   const std::vector<ClaimIntent> &after,
                   const std::vector<HolderIntent> &podsAfter);      // mu_ held
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
+    // LaunchGate=prepared with holder pods: the gate waits for them too.
+    bool waits_for_pods() const {
+        return config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods;
+    }
     // mu_ held: the job's gate from its intents, waiting until evaluated.
     void gate_reset(uint32_t job_id);
     // mu_ held; claimsShown: every claim of the job is there as written.

@@ -131,7 +131,7 @@ void EngineFeed::log_sync_change() {
     // Each edge once, and again when the kind of cause changes (claims that
     // cannot be written, a view that is old): both are worth an admin's
     // reading, and an outage often brings one after the other.
-    const bool writes = stale && stale->rfind("claims cannot be written", 0) == 0;
+    const bool writes = stale && stale->rfind(Engine::kCannotWrite, 0) == 0;
     if (!stale == in_sync_ && (in_sync_ || writes == stale_writes_)) return;
     stale_writes_ = writes;
     in_sync_ = !stale;
