@@ -258,6 +258,8 @@ extern "C" int k8sdra_choose(const char *node, uint32_t cpus, uint32_t threads_p
     return K8SDRA_EINTERNAL;
 }
 
+extern "C" void k8sdra_set_gate_notify(void (*notify)(void)) { k8sdra::set_gate_notify(notify); }
+
 extern "C" void k8sdra_standby(void) {
     try {
         if (auto engine = k8sdra::running_engine()) engine->standby();

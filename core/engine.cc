@@ -415,6 +415,16 @@ void Engine::job_ended(uint32_t job_id) {
     if (auto s = sink()) s->job_ended(job_id);
 }
 
+namespace {
+std::atomic<void (*)()> gate_notify{nullptr};
+}  // namespace
+
+void set_gate_notify(void (*notify)()) { gate_notify.store(notify); }
+
+void notify_gate_answer() {
+    if (auto fn = gate_notify.load()) fn();
+}
+
 GateState Engine::gate(uint32_t job_id) const {
     if (!config_ || config_->launch_gate == PluginConfig::LaunchGate::Off) return {};
     auto s = sink();

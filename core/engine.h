@@ -100,6 +100,11 @@ public:
     virtual GateState gate(uint32_t job_id) const = 0;
 };
 
+// The launch gate's waker (k8sdra_set_gate_notify): told, with no lock
+// held, that some job's gate has an answer now.
+void set_gate_notify(void (*notify)());
+void notify_gate_answer();
+
 class Engine {
 public:
     using Clock = std::chrono::steady_clock;

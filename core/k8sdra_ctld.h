@@ -129,6 +129,13 @@ K8SDRA_API int k8sdra_job_gate(uint32_t job_id, struct k8sdra_gate *out);
 /* LaunchGate=: 0 off, 1 claims, 2 prepared; and LaunchGateTimeout= (s). */
 K8SDRA_API int k8sdra_gate_mode(void);
 K8SDRA_API uint32_t k8sdra_gate_timeout(void);
+/*
+ * Called, from the client's thread and with no lock of the core's held,
+ * when a job's gate has an answer (open, overlap, or nothing to wait for):
+ * the caller asks k8sdra_job_gate() at once instead of at its next poll.
+ * It must only wake a thread, never block. NULL: no call.
+ */
+K8SDRA_API void k8sdra_set_gate_notify(void (*notify)(void));
 
 /*
  * The full list of running jobs, as slurmctld knows it after (re)starting:

@@ -8,6 +8,7 @@
 // the window between job_begin and the write is seen here.
 #include "k8s_client/claim_sync.h"
 
+#include <algorithm>
 #include <set>
 
 namespace k8sdra::k8s {
@@ -93,7 +94,7 @@ GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Invent
     return g;
 }
 
-void ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory) {
+bool ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory) {
     std::lock_guard lock(mu_);
     std::vector<uint32_t> waiting;
     {
@@ -101,7 +102,7 @@ void ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
         for (const auto &[id, st] : gates_)
             if (st.kind == Kind::Wait) waiting.push_back(id);
     }
-    if (waiting.empty()) return;
+    if (waiting.empty()) return false;
     std::vector<std::pair<uint32_t, GateState>> now;
     for (uint32_t id : waiting) {
         if (!jobs_.count(id)) continue;
@@ -113,14 +114,17 @@ void ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
                        " (the pod keeps it; the job goes back to the queue)");
         now.emplace_back(id, std::move(st));
     }
+    bool answered = false;
     std::lock_guard g(gate_mu_);
     for (auto &[id, st] : now)
         if (auto it = gates_.find(id); it != gates_.end() && it->second.kind == Kind::Wait) {
+            answered = answered || st.kind != Kind::Wait;
             if (st.kind == Kind::None)
                 gates_.erase(it);
             else
                 it->second = std::move(st);
         }
+    return answered;
 }
 
 std::optional<std::string> ClaimSync::write_problem(Clock::time_point now) const {
@@ -149,6 +153,11 @@ GateState ClaimSync::gate(uint32_t job_id) const {
     std::lock_guard lock(gate_mu_);
     auto it = gates_.find(job_id);
     return it == gates_.end() ? GateState{} : it->second;
+}
+
+bool ClaimSync::gates_waiting() const {
+    std::lock_guard lock(gate_mu_);
+    return std::any_of(gates_.begin(), gates_.end(), [](const auto &g) { return g.second.kind == Kind::Wait; });
 }
 
 }  // namespace k8sdra::k8s

@@ -43,8 +43,11 @@ public:
     // Feed thread, after every new snapshot: the launch gate of each job
     // still waiting, from that snapshot and the inventory built from it
     // (claim_gate.cc). Costs only the waiting jobs.
-    void evaluate_gates(const Snapshot &snap, const Inventory &inventory);
+    // True when some job's gate has its answer now (no longer Wait).
+    bool evaluate_gates(const Snapshot &snap, const Inventory &inventory);
     GateState gate(uint32_t job_id) const override;
+    // Some job waits at the launch gate (the feed then passes sooner).
+    bool gates_waiting() const;
     // Why this controller cannot write claims now (the Lease not held while
     // in charge, the queue full, a write refused, or a job's claims not
     // shown in Kubernetes for WriteStaleAfter), nullopt when it can; nullopt

@@ -64,6 +64,7 @@ private:
     InventoryUpdater updater_;                  // holds the inventory published last
     std::map<std::string, uint64_t> warned_;    // per node: digest of the warnings logged
     std::chrono::steady_clock::time_point last_reconcile_{};
+    std::chrono::steady_clock::time_point last_event_pass_{};  // the last pass an event asked for
     std::chrono::steady_clock::time_point last_view_{};
     std::chrono::steady_clock::duration view_took_{};  // the last write of it
     bool view_pending_ = false;

@@ -4,8 +4,11 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "slurm_compat.h"
 #include "src/common/log.h"
@@ -27,7 +30,15 @@ static pthread_t agent;
 static bool running, stopping, ready;
 static bool in_control;	/* since the last reconfigure, until shutdown_time */
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t agent_cv = PTHREAD_COND_INITIALIZER;
+/*
+ * Wakes the agent before its poll: stop, and the core's word that a job's
+ * launch gate has an answer (k8sdra_set_gate_notify). A pipe, not a
+ * condition variable: the core calls from its own thread, which must not
+ * take agent_mu (the agent calls into the core with it held). Made once and
+ * kept for the life of slurmctld, so a late call never writes to a closed
+ * descriptor.
+ */
+static int wake_fd[2] = { -1, -1 };
 
 #define DRAIN_PREFIX "k8s_cons_tres: "
 
@@ -138,6 +149,41 @@ extern void k8s_agent_check_control(void)
 	slurm_mutex_unlock(&agent_mu);
 }
 
+static bool _make_wake_pipe(void)
+{
+	if (pipe(wake_fd))
+		return false;
+	for (int i = 0; i < 2; i++)
+		if (fcntl(wake_fd[i], F_SETFD, FD_CLOEXEC) ||
+		    fcntl(wake_fd[i], F_SETFL, O_NONBLOCK)) {
+			close(wake_fd[0]);
+			close(wake_fd[1]);
+			return false;
+		}
+	return true;
+}
+
+/* Never blocks: a full pipe already wakes the agent. */
+static void _wake(void)
+{
+	char c = 1;
+
+	if (wake_fd[1] >= 0 && write(wake_fd[1], &c, 1) < 0) {
+		/* EAGAIN: a wake is pending anyway */
+	}
+}
+
+/* Until woken or POLL_MS passed; takes every pending wake. */
+static void _wait_wake(void)
+{
+	struct pollfd p = { .fd = wake_fd[0], .events = POLLIN };
+	char buf[64];
+
+	if (poll(&p, 1, POLL_MS) > 0)
+		while (read(wake_fd[0], buf, sizeof(buf)) > 0)
+			;
+}
+
 static void *_agent(void *arg)
 {
 	uint64_t seen = 0;
@@ -145,14 +191,9 @@ static void *_agent(void *arg)
 
 	slurm_mutex_lock(&agent_mu);
 	while (!stopping) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += POLL_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&agent_cv, &agent_mu, &until);
+		slurm_mutex_unlock(&agent_mu);
+		_wait_wake();
+		slurm_mutex_lock(&agent_mu);
 		if (stopping || !ready)
 			continue;
 		/*
@@ -195,8 +236,14 @@ static void *_agent(void *arg)
 extern void k8s_agent_start(void)
 {
 	slurm_mutex_lock(&agent_mu);
+	if (wake_fd[0] < 0 && !_make_wake_pipe()) {
+		error("select/k8s_cons_tres: cannot make the agent's wake pipe: %m; the launch gate answers at its %d ms poll",
+		      POLL_MS);
+		wake_fd[0] = wake_fd[1] = -1;
+	}
 	if (!running) {
 		stopping = false;
+		k8sdra_set_gate_notify(_wake);
 		k8s_thread_create("k8s_agent", &agent, _agent, NULL);
 		running = true;
 	}
@@ -219,7 +266,8 @@ extern void k8s_agent_stop(void)
 		return;
 	}
 	stopping = true;
-	slurm_cond_signal(&agent_cv);
+	k8sdra_set_gate_notify(NULL);
+	_wake();
 	slurm_mutex_unlock(&agent_mu);
 	k8s_thread_join(agent);
 	running = false;

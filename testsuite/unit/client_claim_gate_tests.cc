@@ -104,9 +104,10 @@ struct World {
         InventoryOptions io;
         io.job_label = kLabelJob;
         const Inventory inv = Inventory::build(sl, held, io);
-        sync.evaluate_gates(snap, inv);
+        answered = sync.evaluate_gates(snap, inv);
         return sync.gate(42);
     }
+    bool answered = false;  // the last evaluate_gates: some gate left Wait
     std::string gpu_of_job() const {
         for (const auto &r : intents[0].results)
             if (r.driver != "dra.cpu") return r.device;
@@ -122,8 +123,10 @@ TEST_CASE("the gate waits until Kubernetes shows the job's claim allocated as wr
     GateState g = w.sync.gate(42);
     CHECK(g.kind == Kind::Wait);
     CHECK(g.total == 1);
+    CHECK(w.sync.gates_waiting());
     g = w.after({});
     CHECK(g.kind == Kind::Wait);
+    CHECK_FALSE(w.answered);  // nothing to tell the plugin
     CHECK(g.ready == 0);
     CHECK(g.why.find("not written yet") != std::string::npos);
     auto unallocated = shown(w.intents[0]);
@@ -135,8 +138,11 @@ TEST_CASE("the gate waits until Kubernetes shows the job's claim allocated as wr
     g = w.after({shown(w.intents[0])});
     CHECK(g.kind == Kind::Open);
     CHECK(g.ready == 1);
-    // Open stays open; the job's end forgets it.
+    CHECK(w.answered);  // the plugin is woken to let it go
+    CHECK_FALSE(w.sync.gates_waiting());
+    // Open stays open, told once; the job's end forgets it.
     CHECK(w.after({}).kind == Kind::Open);
+    CHECK_FALSE(w.answered);
     w.sync.job_ended(42);
     CHECK(w.sync.gate(42).kind == Kind::None);
 }
@@ -146,6 +152,7 @@ TEST_CASE("a pod claim on one of the job's devices by the time its claim shows k
     const auto pod = pod_claim(w.intents[0], w.gpu_of_job());
     const GateState g = w.after({shown(w.intents[0]), pod});
     REQUIRE(g.kind == Kind::Overlap);
+    CHECK(w.answered);  // the plugin is woken to requeue it
     CHECK(g.why.find("tenant/train") != std::string::npos);
     CHECK(g.why.find(w.intents[0].name) != std::string::npos);
     // once decided, the pod's going does not let the job start here
