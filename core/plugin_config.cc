@@ -150,6 +150,14 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              c.claim_queue_limit = static_cast<size_t>(n);
              return "";
          }}},
+        {"maxinflightwrites", {"MaxInflightWrites", [](PluginConfig &c, const std::string &v) -> std::string {
+             long n = 0;
+             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+             if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 64)
+                 return "expected a whole number from 1 to 64";
+             c.max_inflight_writes = static_cast<int>(n);
+             return "";
+         }}},
         {"holderpods", {"HolderPods", [](PluginConfig &c, const std::string &v) { return set_bool(c.holder_pods, v); }}},
         {"holderimage", {"HolderImage", [](PluginConfig &c, const std::string &v) -> std::string {
              for (char ch : v)

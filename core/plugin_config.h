@@ -42,6 +42,7 @@ struct PluginConfig {
     std::chrono::seconds stale_after{60};        // StaleAfter=
     std::chrono::seconds request_timeout{10};    // RequestTimeout=
     size_t claim_queue_limit = 100000;           // ClaimQueueLimit=
+    int max_inflight_writes = 32;                // MaxInflightWrites=
     int log_level = 1;                           // DebugLevel=error|info|verbose|debug
     // Holder pods: one pod per job and Kubernetes node consumes the job's
     // claims, so kubelet prepares them and the drivers carve the devices out

@@ -32,7 +32,8 @@ ClaimQueue::Push ClaimQueue::push(ClaimOp op, bool replace) {
 
 void ClaimQueue::ready(const std::string &key, Entry &e) {
     e.where = Where::Fresh;
-    fresh_.push_back(key);
+    const bool starts = e.op.kind == ClaimOpKind::Apply || e.op.kind == ClaimOpKind::PodApply;
+    (starts ? starting_ : fresh_).push_back(key);
 }
 
 std::optional<std::string> ClaimQueue::popLive(std::deque<std::string> &q, Where w) {
@@ -55,11 +56,19 @@ std::optional<ClaimOp> ClaimQueue::take(Clock::time_point now) {
     }
     const bool retriesDue = !due_.empty();
     std::optional<std::string> key;
-    if (fresh_.empty() || freshStreak_ >= kFreshBurst)
+    if ((fresh_.empty() && starting_.empty()) || freshStreak_ >= kFreshBurst)
         key = popLive(due_, Where::Due);
     bool retryTurn = key.has_value();
-    if (!key)
+    if (!key && (fresh_.empty() || startStreak_ < kStartBurst)) {
+        key = popLive(starting_, Where::Fresh);
+        startStreak_ = key ? startStreak_ + 1 : 0;
+    }
+    if (!key) {
         key = popLive(fresh_, Where::Fresh);
+        if (key) startStreak_ = 0;
+    }
+    if (!key)  // a removal's turn came with none queued
+        key = popLive(starting_, Where::Fresh);
     if (!key)
         retryTurn = (key = popLive(due_, Where::Due)).has_value();
     if (!key)
@@ -120,6 +129,7 @@ std::vector<ClaimOp> ClaimQueue::drain() {
         it = entries_.erase(it);
     }
     fresh_.clear();
+    starting_.clear();
     due_.clear();
     waiting_.clear();
     return out;

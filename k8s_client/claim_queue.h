@@ -54,7 +54,10 @@ public:
     Push push(ClaimOp op, bool replace = true);
     // The next operation to send at now: new work first, but after
     // kFreshBurst new ones in a row a retry whose backoff has ended gets a
-    // turn, so neither starves. The entry stays, in flight, until settle or retry.
+    // turn, so neither starves. Among new work, what starting jobs wait
+    // for (claims and holder pods to write; the launch gate holds the job
+    // until they show) goes before removals, but after kStartBurst of them
+    // in a row a removal gets a turn. The entry stays, in flight, until settle or retry.
     std::optional<ClaimOp> take(Clock::time_point now);
     // When the earliest entry in backoff becomes due, if any.
     std::optional<Clock::time_point> nextDue() const;
@@ -68,8 +71,14 @@ public:
     std::vector<ClaimOp> drain();
 
     size_t size() const { return entries_.size(); }  // distinct claims
+    // Queued to go now, or in flight; not waiting out a backoff.
+    bool busy(const std::string &key) const {
+        auto it = entries_.find(key);
+        return it != entries_.end() && it->second.where != Where::Waiting;
+    }
     size_t capacity() const { return capacity_; }
     static constexpr int kFreshBurst = 8;
+    static constexpr int kStartBurst = 4;
 
 private:
     enum class Where { Fresh, Due, Waiting, InFlight };
@@ -84,10 +93,12 @@ private:
 
     size_t capacity_;
     std::unordered_map<std::string, Entry> entries_;
-    std::deque<std::string> fresh_;  // keys never tried (or replaced), FIFO
+    std::deque<std::string> fresh_;     // keys never tried (or replaced), FIFO: removals
+    std::deque<std::string> starting_;  // the same, writes of starting jobs
     std::deque<std::string> due_;    // keys whose backoff has ended, FIFO
     std::multimap<Clock::time_point, std::string> waiting_;  // in backoff
     int freshStreak_ = 0;
+    int startStreak_ = 0;  // writes of starting jobs taken in a row
 };
 
 }  // namespace k8sdra::k8s

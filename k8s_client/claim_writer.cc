@@ -132,16 +132,17 @@ WriterStats ClaimWriter::stats() const {
     return s;
 }
 
-void ClaimWriter::start() { thread_ = std::thread([this] { run(); }); }
+void ClaimWriter::start() {
+    for (int i = 0; i < std::max(1, opts_.inflight); ++i) threads_.emplace_back([this] { run(); });
+}
 
 void ClaimWriter::stop() {
     stop_->stop();
     { std::lock_guard<std::mutex> lk(mu_); }  // no lost wake-up between check and wait
     cv_.notify_all();
-    if (thread_.joinable())
-        thread_.join();
-    else
-        failQueued();  // never started: report here
+    for (std::thread &t : threads_) t.join();
+    threads_.clear();
+    failQueued();  // every thread has ended (or none started): report the rest here
 }
 
 void ClaimWriter::set_gate(std::function<bool()> gate) {
@@ -229,7 +230,6 @@ void ClaimWriter::run() {
         }
         finish(*op, res);
     }
-    failQueued();
 }
 
 ClaimWriter::Retry ClaimWriter::execute(Client &c, Op &op, ClaimOpResult &res) {
@@ -397,8 +397,25 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
 
 void ClaimWriter::remember(const std::string &key, const std::string &uid) {
     if (uid.empty()) return;
+    std::lock_guard<std::mutex> lk(mu_);
     if (uids_.size() >= kMaxUids) uids_.clear();  // bounded: removals then GET first
     uids_[key] = uid;
+}
+
+std::string ClaimWriter::remembered(const std::string &key) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = uids_.find(key);
+    return it == uids_.end() ? "" : it->second;
+}
+
+void ClaimWriter::forget(const std::string &key) {
+    std::lock_guard<std::mutex> lk(mu_);
+    uids_.erase(key);
+}
+
+bool ClaimWriter::claimPending(const std::string &key) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return queue_.busy(key);
 }
 
 // op.uid when given: that object or nothing (a newer one of the name is not
@@ -410,8 +427,7 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
                                               std::string &deleted) {
     gone = false;
     deleted.clear();
-    std::string uid = op.uid;
-    if (auto it = uids_.find(op.key()); uid.empty() && it != uids_.end()) uid = it->second;
+    std::string uid = op.uid.empty() ? remembered(op.key()) : op.uid;
     while (!stop_->stopped() && !gone) {
         ++op.attempts;
         if (uid.empty()) {
@@ -447,7 +463,7 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
         res.error = "writer stopped";
         return std::nullopt;
     }
-    uids_.erase(op.key());
+    forget(op.key());
     return std::nullopt;
 }
 

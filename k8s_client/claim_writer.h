@@ -6,7 +6,9 @@
 // status means GET and retry, 422 is logged with causes and dropped, 429
 // waits for Retry-After, 5xx and network errors back off. The queue holds one
 // entry per claim (ClaimQueue): the latest intent for a name wins, and an
-// operation waiting out its backoff does not block the others.
+// operation waiting out its backoff does not block the others. Several
+// threads send at once (WriterOptions::inflight), never two operations of
+// the same object.
 #pragma once
 
 #include "k8s_client/backoff.h"
@@ -24,6 +26,11 @@ namespace k8sdra::k8s {
 
 struct WriterOptions {
     size_t capacity = 4096;        // bound on distinct claims queued; beyond it new ones are refused
+    // Requests in flight at once (MaxInflightWrites): one thread and one
+    // connection each. A real API server takes 5-20 ms a write, so one at a
+    // time cannot keep up with a busy cluster. Each object's operations
+    // still go one at a time, in order (ClaimQueue).
+    int inflight = 32;
     int maxAttempts = 10;          // for 5xx / 429 / network failures
     int maxConflicts = 50;         // 409 retries of one operation
     std::chrono::seconds defaultRetryAfter{1};  // 429 without a Retry-After header
@@ -116,7 +123,12 @@ private:
     // none). Otherwise res says why, or the answer is a retry.
     Retry deleteExactly(Client &c, Op &op, ClaimOpResult &res, const std::string &path, int grace,
                         bool &gone, std::string &deleted);
-    void remember(const std::string &key, const std::string &uid);  // writer thread only
+    void remember(const std::string &key, const std::string &uid);  // takes mu_
+    std::string remembered(const std::string &key) const;          // takes mu_
+    void forget(const std::string &key);                           // takes mu_
+    // A claim's own write is about to go or in flight, not in backoff (a
+    // holder pod waits for it briefly).
+    bool claimPending(const std::string &key) const;
     void failQueued();
 
     std::shared_ptr<const Config> cfg_;
@@ -132,8 +144,8 @@ private:
     ResultFn onResult_;
     bool enabled_ = true;
     std::function<bool()> gate_;
-    std::thread thread_;
-    std::unordered_map<std::string, std::string> uids_;  // op key -> UID written
+    std::vector<std::thread> threads_;
+    std::unordered_map<std::string, std::string> uids_;  // op key -> UID written (mu_)
     static constexpr size_t kMaxUids = 1 << 20;           // beyond it, removals GET first
 };
 

@@ -63,6 +63,7 @@ LeaseOptions lease_options(const PluginConfig &pc) {
 WriterOptions writer_options(const PluginConfig &pc) {
     WriterOptions o;
     o.capacity = pc.claim_queue_limit;
+    o.inflight = pc.max_inflight_writes;
     o.client.requestTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(pc.request_timeout);
     return o;
 }

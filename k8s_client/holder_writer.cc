@@ -32,45 +32,44 @@ PodHolding parsePod(const std::string &body) {
     return decodePodHolding(doc);
 }
 
-// Claims are written ahead of their pod, on the same queue; one not there
-// yet is waited for.
+// Claims are queued ahead of their pod; one not there yet is waited for:
+// briefly while its own write is queued or in flight on another of the
+// writer's threads, longer otherwise.
 constexpr std::chrono::milliseconds kClaimWait{500};
+constexpr std::chrono::milliseconds kClaimWriting{10};
 
 }  // namespace
 
+// Created first, looked at only when the name is taken (409): the common
+// case, a new job, costs one request, not a GET and a POST.
 ClaimWriter::Retry ClaimWriter::doPodApply(Client &c, Op &op, ClaimOpResult &res) {
     const HolderIntent &in = op.pod;
     ++op.attempts;
-    std::string uid;
+    HttpResponse r = c.request("POST", pods(in.ns), encodeHolderPod(in));
+    if (r.ok()) {
+        const std::string uid = parsePod(r.body).uid;
+        remember(op.key(), uid);
+        return reserveClaims(c, op, res, uid);
+    }
+    if (r.status != 409) return retryable(r, op, res, "create pod");
     HttpResponse g = c.get(pod(in.ns, in.name));
-    if (g.ok()) {
-        PodHolding have = parsePod(g.body);
-        if (!sameJob(have.labels, in)) {
-            res.error = "a pod with this name exists and is not ours (labels differ)";
-            return std::nullopt;
-        }
-        if (holderMatches(have, in)) {
-            uid = have.uid;
-        } else {
-            // A pod of an older allocation, or one that ended: that very
-            // object goes at once and a new one is made.
-            HttpResponse d = c.request("DELETE", pod(in.ns, in.name), encodeDeleteOptions(have.uid, 0));
-            if (!d.ok() && d.status != 404 && d.status != 409)
-                return retryable(d, op, res, "deleting the pod of an older allocation");
-            return op.backoff.next(Backoff::Clock::now());  // create once it is gone
-        }
-    } else if (g.status != 404) {
-        return retryable(g, op, res, "get pod");
+    if (g.status == 404) return op.backoff.next(Backoff::Clock::now());  // gone meanwhile: create again
+    if (!g.ok()) return retryable(g, op, res, "get pod");
+    PodHolding have = parsePod(g.body);
+    if (!sameJob(have.labels, in)) {
+        res.error = "a pod with this name exists and is not ours (labels differ)";
+        return std::nullopt;
     }
-    if (uid.empty()) {
-        HttpResponse r = c.request("POST", pods(in.ns), encodeHolderPod(in));
-        if (r.status == 409)
-            return op.backoff.next(Backoff::Clock::now());  // made meanwhile: look again
-        if (!r.ok()) return retryable(r, op, res, "create pod");
-        uid = parsePod(r.body).uid;
+    if (!holderMatches(have, in)) {
+        // A pod of an older allocation, or one that ended: that very
+        // object goes at once and a new one is made.
+        HttpResponse d = c.request("DELETE", pod(in.ns, in.name), encodeDeleteOptions(have.uid, 0));
+        if (!d.ok() && d.status != 404 && d.status != 409)
+            return retryable(d, op, res, "deleting the pod of an older allocation");
+        return op.backoff.next(Backoff::Clock::now());  // create once it is gone
     }
-    remember(op.key(), uid);
-    return reserveClaims(c, op, res, uid);
+    remember(op.key(), have.uid);
+    return reserveClaims(c, op, res, have.uid);
 }
 
 // Kubelet prepares a claim only for a pod its status.reservedFor names.
@@ -80,9 +79,10 @@ ClaimWriter::Retry ClaimWriter::reserveClaims(Client &c, Op &op, ClaimOpResult &
     for (size_t i = 0; i < in.claims.size() && !stop_->stopped();) {
         const std::string path = claim(in.ns, in.claims[i]);
         HttpResponse g = c.get(path);
-        if (g.status == 404 && op.attempts < opts_.maxAttempts) {
+        const bool writing = claimPending(in.ns + "/" + in.claims[i]);
+        if (g.status == 404 && (writing || op.attempts < opts_.maxAttempts)) {
             res.error = "claim " + in.claims[i] + " is not written yet";
-            return kClaimWait;
+            return writing ? kClaimWriting : kClaimWait;
         }
         if (!g.ok()) return retryable(g, op, res, "get claim " + in.claims[i]);
         rapidjson::Document doc;
@@ -93,6 +93,7 @@ ClaimWriter::Retry ClaimWriter::reserveClaims(Client &c, Op &op, ClaimOpResult &
             return std::nullopt;
         }
         if (!h.allocated) {
+            if (writing) return kClaimWriting;  // its status is being written
             if (op.attempts >= opts_.maxAttempts) {
                 res.error = "claim " + in.claims[i] + " has no allocation";
                 return std::nullopt;

@@ -205,3 +205,23 @@ TEST_CASE("a holder pod and a claim of the same name are queued apart", "[claimq
     CHECK(q.push(op(ClaimOpKind::PodApply, "x", 3)) == ClaimQueue::Push::Replaced);  // the pod's latest
     CHECK(q.size() == 2);
 }
+
+TEST_CASE("writes of starting jobs go before removals, which still get every fifth turn", "[claimqueue]") {
+    ClaimQueue q(100);
+    const auto t = Clock::now();
+    for (int i = 0; i < 3; ++i) q.push(removeOp("old" + std::to_string(i)));
+    for (int i = 0; i < 10; ++i) q.push(applyOp("new" + std::to_string(i)));
+    std::string order;
+    while (auto o = q.take(t)) {
+        order += o->kind == ClaimOpKind::Apply ? 'A' : 'R';
+        q.settle(o->key());
+    }
+    // kStartBurst (4) starts, then one removal, until the removals are done
+    CHECK(order == "AAAARAAAARAAR");
+    CHECK(q.size() == 0);
+    // a removal queued behind an idle queue goes at once
+    q.push(removeOp("x"));
+    auto o = q.take(t);
+    REQUIRE(o);
+    CHECK(o->kind == ClaimOpKind::Remove);
+}

@@ -33,6 +33,7 @@ NodeNameMap=n1:worker-1,n2:worker-2
 StaleAfter=120
 RequestTimeout=5
 ClaimQueueLimit=5000
+MaxInflightWrites=3
 DebugLevel=debug
 )";
     auto r = parse_plugin_config(text, "k.conf");
@@ -47,6 +48,7 @@ DebugLevel=debug
     CHECK(c.stale_after == std::chrono::seconds(120));
     CHECK(c.request_timeout == std::chrono::seconds(5));
     CHECK(c.claim_queue_limit == 5000);
+    CHECK(c.max_inflight_writes == 3);
     CHECK(c.log_level == 3);
     CHECK(c.k8s_node_name("n1") == "worker-1");
     CHECK(c.k8s_node_name("n3") == "n3.k8s");
@@ -84,6 +86,7 @@ TEST_CASE("bad values name the key, the value and what is expected") {
     CHECK(error_of("InCluster=yes\nDebugLevel=loud\n").find("expected error, info, verbose or debug") !=
           std::string::npos);
     CHECK(error_of("InCluster=yes\nClaimQueueLimit=10\n").find("from 100 to") != std::string::npos);
+    CHECK(error_of("InCluster=yes\nMaxInflightWrites=0\n").find("from 1 to 64") != std::string::npos);
     CHECK(error_of("APIServer=ftp://x\nTokenFile=/t\n").find("expected an https:// URL") != std::string::npos);
     CHECK(error_of("InCluster=yes\nKubeconfig=\n").find("must not be empty") != std::string::npos);
 }
