@@ -7,6 +7,7 @@
 //   bench_holders --kubeconfig F [--rate 200] [--jobs 2000] [--hold 1]
 //                 [--pairs 3] [--cores 2] [--gpus 1] [--mem 4096]
 //                 [--ns slurm] [--drain 120] [--server-pid PID]
+//                 [--inflight 32[,1...]]
 //
 // (testsuite/bench/run holders starts the server and runs it.)
 //
@@ -14,7 +15,8 @@
 // holder pod once its claims are reserved for it), hold the claim namespace
 // and the holder pods' PriorityClass, and publish slices for the nodes
 // (--synthetic-nodes N). Runs alternate HolderPods=yes and HolderPods=no
-// (claims only), `pairs` times (A B A B ...), each run on a ClaimSync of
+// (claims only), `pairs` times (A B A B ...), and within a pair each
+// --inflight value (MaxInflightWrites) in turn, each run on a ClaimSync of
 // its own with a cluster label of its own. Each job takes `cores` cores and
 // `gpus` GPUs of one node and ends `hold` seconds after it started; a slot
 // freed by a job's end goes to the back of the free list, so it is reused
@@ -67,6 +69,7 @@ struct Args {
     uint32_t cores = 2, gpus = 1;
     uint64_t mem = 4096;
     long serverPid = 0;  // to report the server's CPU time per job
+    std::vector<int> inflight{32};  // MaxInflightWrites of the runs, in turn
 };
 
 Args parse(int argc, char **argv) {
@@ -84,6 +87,11 @@ Args parse(int argc, char **argv) {
         else if (k == "--ns") a.ns = v;
         else if (k == "--drain") a.drain = std::stod(v);
         else if (k == "--server-pid") a.serverPid = std::stol(v);
+        else if (k == "--inflight") {
+            a.inflight.clear();
+            std::istringstream in(v);
+            for (std::string n; std::getline(in, n, ',');) a.inflight.push_back(std::stoi(n));
+        }
         else throw std::runtime_error("unknown option " + k);
     }
     if (a.kubeconfig.empty()) throw std::runtime_error("--kubeconfig is required");
@@ -367,12 +375,13 @@ struct Dist {
 std::atomic<long> g_errors{0};
 
 // One run: `a.jobs` jobs at `a.rate`, HolderPods as `pods`.
-void runOnce(const Args &a, bool pods, int pair, const std::shared_ptr<const Config> &api,
+void runOnce(const Args &a, bool pods, int inflight, int pair, const std::shared_ptr<const Config> &api,
              const std::shared_ptr<const Inventory> &inv, Recorder &rec, uint64_t base) {
     PluginConfig pc;
     pc.claim_namespace = a.ns;
-    pc.cluster_label = std::string(pods ? "hp" : "hc") + std::to_string(pair);
+    pc.cluster_label = std::string(pods ? "hp" : "hc") + std::to_string(pair) + "i" + std::to_string(inflight);
     pc.holder_pods = pods;
+    pc.max_inflight_writes = inflight;
     auto sync = std::make_unique<ClaimSync>(
         pc, api, writer_options(pc), Logger([](LogLevel l, const std::string &m) {
             if (l == LogLevel::Error) {
@@ -478,14 +487,14 @@ void runOnce(const Args &a, bool pods, int pair, const std::shared_ptr<const Con
         if (r.tClaimsGone) claimsGone.add(ms(*r.tClaimsGone - r.end));
         if (!Recorder::gone(r, true)) ++notGone;
     });
-    std::printf("{\"mode\":\"%s\",\"pair\":%d,\"jobs\":%ld,\"slots\":%zu,\"offeredRate\":%.0f,"
+    std::printf("{\"mode\":\"%s\",\"inflight\":%d,\"pair\":%d,\"jobs\":%ld,\"slots\":%zu,\"offeredRate\":%.0f,"
                 "\"achievedRate\":%.1f,\"holdSeconds\":%.1f,\"maxLiveJobs\":%zu,\"stalls\":%ld,"
                 "\"maxQueueDepth\":%zu,\"drainSeconds\":%.2f,\"loadAverage\":%.2f,"
                 "\"serverCpuMsPerJob\":%.2f,\"benchCpuMsPerJob\":%.2f,"
                 "\"claimsWritten\":%s,\"claimsReserved\":%s,\"podRunning\":%s,\"podGone\":%s,\"claimsGone\":%s,"
                 "\"notAllocated\":%ld,\"notRunning\":%ld,\"podNeverCreated\":%ld,\"runningAfterEnd\":%ld,\"notGone\":%ld,"
                 "\"writerFailed\":%lu,\"retries\":%lu,\"conflicts\":%lu,\"errors\":%ld}\n",
-                pods ? "pods" : "claims", pair, a.jobs, slots, a.rate,
+                pods ? "pods" : "claims", inflight, pair, a.jobs, slots, a.rate,
                 offerSecs > 0 ? double(a.jobs - 1) / offerSecs : 0.0, a.hold, maxLive, stalls, maxDepth, drainSecs,
                 load, serverCpuMs, ownCpuMs,
                 written.json().c_str(), reserved.json().c_str(), running.json().c_str(), podGone.json().c_str(),
@@ -523,9 +532,11 @@ int main(int argc, char **argv) {
                    });
         claims.waitOpen();
         pods.waitOpen();
+        uint64_t run = 0;
         for (int p = 1; p <= a.pairs; ++p)
-            for (bool withPods : {true, false})
-                runOnce(a, withPods, p, api, inv, rec, uint64_t(2 * (p - 1) + (withPods ? 0 : 1)) << 32);
+            for (int inflight : a.inflight)
+                for (bool withPods : {true, false})
+                    runOnce(a, withPods, inflight, p, api, inv, rec, run++ << 32);
         return 0;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "bench_holders: %s\n", e.what());
