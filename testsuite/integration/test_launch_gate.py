@@ -97,6 +97,30 @@ def test_a_job_starts_only_once_its_claim_shows_allocated(gated, version):
     reset_faults(c)
 
 
+# The shared gate code on the oldest and the newest release (the PrEp
+# callback of each release is tested above).
+@pytest.mark.parametrize("version", [slurm_release.INSTALLED, "26.05.3"])
+def test_an_api_server_stopped_right_after_a_submit_holds_the_job_until_its_claims_are_written(gated, version):
+    """The API server refuses every connection (and drops the watches) for
+    5 s right after the job was placed: it stays CONFIGURING, its script not
+    run, and starts once the server is back and shows its claim, not
+    requeued. (Claim creates are refused until the job is placed, so that
+    the outage, not a fast write, comes first.)"""
+    c = gated(version, "LaunchGateTimeout=120\n")
+    out = c.run_dir / "outage.out"
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "--gres=gpu:1", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    faults(c, refuse=True, dropWatches=True)
+    held(c, job, out, seconds=5)
+    reset_faults(c)
+    j = wait_job(c, job, states={"RUNNING"}, timeout=90)
+    assert j.get("Restarts", "0") == "0", j
+    (claim,) = job_claims(c, job)
+    assert claim.get("status", {}).get("allocation"), claim
+    wait_for(lambda: out.exists() and "ran" in out.read_text(), timeout=30, what="the job's script to run")
+
+
 @pytest.mark.parametrize("version", slurm_release.PLUGIN_RELEASES)
 def test_a_job_still_gated_after_the_timeout_is_requeued(gated, version):
     c = gated(version, "LaunchGateTimeout=5\n")
