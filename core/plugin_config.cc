@@ -54,6 +54,17 @@ std::string set_seconds(std::chrono::seconds &dst, const std::string &v, long mi
     return "";
 }
 
+// A whole number from min to max, into any integer type.
+template <typename T>
+std::string set_count(T &dst, const std::string &v, long min, long max) {
+    long n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < min || n > max)
+        return "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+    dst = static_cast<T>(n);
+    return "";
+}
+
 std::string set_nonempty(std::string &dst, const std::string &v) {
     if (v.empty()) return "must not be empty";
     dst = v;
@@ -142,22 +153,8 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
         {"kubernetesnodes", {"KubernetesNodes", [](PluginConfig &c, const std::string &v) { return set_nonempty(c.kubernetes_nodes, v); }}},
         {"staleafter", {"StaleAfter", [](PluginConfig &c, const std::string &v) { return set_seconds(c.stale_after, v, 5, 86400); }}},
         {"requesttimeout", {"RequestTimeout", [](PluginConfig &c, const std::string &v) { return set_seconds(c.request_timeout, v, 1, 300); }}},
-        {"claimqueuelimit", {"ClaimQueueLimit", [](PluginConfig &c, const std::string &v) -> std::string {
-             long n = 0;
-             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-             if (ec != std::errc() || end != v.data() + v.size() || n < 100 || n > 10000000)
-                 return "expected a whole number from 100 to 10000000";
-             c.claim_queue_limit = static_cast<size_t>(n);
-             return "";
-         }}},
-        {"maxinflightwrites", {"MaxInflightWrites", [](PluginConfig &c, const std::string &v) -> std::string {
-             long n = 0;
-             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-             if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 64)
-                 return "expected a whole number from 1 to 64";
-             c.max_inflight_writes = static_cast<int>(n);
-             return "";
-         }}},
+        {"claimqueuelimit", {"ClaimQueueLimit", [](PluginConfig &c, const std::string &v) { return set_count(c.claim_queue_limit, v, 100, 10000000); }}},
+        {"maxinflightwrites", {"MaxInflightWrites", [](PluginConfig &c, const std::string &v) { return set_count(c.max_inflight_writes, v, 1, 64); }}},
         {"holderpods", {"HolderPods", [](PluginConfig &c, const std::string &v) { return set_bool(c.holder_pods, v); }}},
         {"holderimage", {"HolderImage", [](PluginConfig &c, const std::string &v) -> std::string {
              for (char ch : v)
