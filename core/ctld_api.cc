@@ -184,6 +184,16 @@ extern "C" int k8sdra_gate_mode(void) {
     }
 }
 
+extern "C" uint32_t k8sdra_gate_requeues(void) {
+    try {
+        auto engine = k8sdra::running_engine();
+        const auto *c = engine ? engine->config() : nullptr;
+        return c ? c->launch_gate_requeues : 3;
+    } catch (...) {
+        return 3;
+    }
+}
+
 extern "C" uint32_t k8sdra_gate_timeout(void) {
     try {
         auto engine = k8sdra::running_engine();

@@ -126,9 +126,11 @@ struct k8sdra_gate {
 	char why[320];
 };
 K8SDRA_API int k8sdra_job_gate(uint32_t job_id, struct k8sdra_gate *out);
-/* LaunchGate=: 0 off, 1 claims, 2 prepared; and LaunchGateTimeout= (s). */
+/* LaunchGate=: 0 off, 1 claims, 2 prepared; LaunchGateTimeout= (s);
+ * LaunchGateRequeues=. */
 K8SDRA_API int k8sdra_gate_mode(void);
 K8SDRA_API uint32_t k8sdra_gate_timeout(void);
+K8SDRA_API uint32_t k8sdra_gate_requeues(void);
 /*
  * Called, from the client's thread and with no lock of the core's held,
  * when a job's gate has an answer (open, overlap, or nothing to wait for):

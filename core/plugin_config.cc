@@ -171,6 +171,7 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
          }}},
         {"writestaleafter", {"WriteStaleAfter", [](PluginConfig &c, const std::string &v) { return set_seconds(c.write_stale_after, v, 2, 3600); }}},
         {"launchgatetimeout", {"LaunchGateTimeout", [](PluginConfig &c, const std::string &v) { return set_seconds(c.launch_gate_timeout, v, 5, 86400); }}},
+        {"launchgaterequeues", {"LaunchGateRequeues", [](PluginConfig &c, const std::string &v) { return set_count(c.launch_gate_requeues, v, 0, 1000); }}},
         {"nodediscovery", {"NodeDiscovery", [](PluginConfig &c, const std::string &v) -> std::string {
              const std::string l = lower(v);
              if (l == "none") { c.node_discovery = false; return ""; }

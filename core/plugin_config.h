@@ -62,6 +62,9 @@ struct PluginConfig {
     enum class LaunchGate { Off, Claims, Prepared };
     LaunchGate launch_gate = LaunchGate::Claims;          // LaunchGate=off|claims|prepared
     std::chrono::seconds launch_gate_timeout{60};        // LaunchGateTimeout=
+    // A job sent back that many times in a row by the gate (a timeout, a
+    // pod's claim on its device) is held the next time: no endless loop.
+    uint32_t launch_gate_requeues = 3;                   // LaunchGateRequeues=
     // Being able to write counts as freshness: Kubernetes nodes take no new
     // jobs while a started job's claims have not shown in Kubernetes for
     // this long (or writes are refused, the queue is full, the Lease is

@@ -38,13 +38,50 @@ typedef struct {
 	int rc;			/* for slurmctld's callback: a wait() status */
 	bool timed_out;
 	bool show;		/* only a new reason to show, no callback */
+	bool hold;		/* sent back once too often: hold it after */
+	unsigned failures;	/* in a row, this one included */
 	char desc[400];		/* the job's reason: state_desc, "" to clear */
+	char why[320];		/* why it failed, for the hold's reason */
 } gate_out_t;
+
+/* Jobs the gate sent back, and how many times in a row (bounded: at most
+ * FAILS_MAX jobs remembered, the oldest entry forgotten first). */
+typedef struct {
+	uint32_t job_id;
+	unsigned failures;
+} gate_fail_t;
+#define FAILS_MAX 4096
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static gate_entry_t *gates;		/* gate_mu */
 static int gate_cnt, gate_cap;		/* gate_mu */
 static k8s_gate_callback_t callback;	/* gate_mu */
+static gate_fail_t fails[FAILS_MAX];	/* gate_mu */
+static int fail_cnt;			/* gate_mu */
+
+/* gate_mu held: one more failure of the job (0: passed, forget it). */
+static unsigned _count_failure(uint32_t job_id, bool failed)
+{
+	int i;
+
+	for (i = 0; i < fail_cnt && fails[i].job_id != job_id; i++)
+		;
+	if (!failed) {
+		if (i < fail_cnt)
+			fails[i] = fails[--fail_cnt];
+		return 0;
+	}
+	if (i == fail_cnt) {
+		if (fail_cnt == FAILS_MAX) {	/* forget the oldest */
+			memmove(fails, fails + 1, (FAILS_MAX - 1) * sizeof(*fails));
+			i = --fail_cnt;
+		}
+		fails[i].job_id = job_id;
+		fails[i].failures = 0;
+		fail_cnt++;
+	}
+	return ++fails[i].failures;
+}
 
 extern void k8s_gate_check_config(void)
 {
@@ -139,6 +176,14 @@ extern void k8s_gate_job_fini(job_record_t *job_ptr)
 	slurm_mutex_unlock(&gate_mu);
 }
 
+/* gate_mu held: the job fails the gate once more; held after too many. */
+static void _failed(gate_out_t *out, const char *why)
+{
+	out->failures = _count_failure(out->job_id, true);
+	out->hold = out->failures > k8sdra_gate_requeues();
+	snprintf(out->why, sizeof(out->why), "%s", why);
+}
+
 /* gate_mu held: entry i settled (taken out) or shown anew. */
 static bool _settle(int i, time_t now, gate_out_t *out)
 {
@@ -156,12 +201,14 @@ static bool _settle(int i, time_t now, gate_out_t *out)
 	case K8SDRA_GATE_OPEN:
 		info(PREFIX "JobId=%u: Kubernetes shows its devices allocated (%u/%u): starting",
 		     e->job_id, g.ready, g.total);
+		(void) _count_failure(e->job_id, false);
 		return true;
 	case K8SDRA_GATE_OVERLAP:
 		error(PREFIX "JobId=%u must not start: %s; requeued (or cancelled where Slurm cannot requeue it)",
 		      e->job_id, g.why);
 		out->rc = 1 << 8;	/* exit code 1: Slurm requeues or cancels */
 		snprintf(out->desc, sizeof(out->desc), DESC_PREFIX "%s", g.why);
+		_failed(out, g.why);
 		return true;
 	default:
 		break;
@@ -171,6 +218,10 @@ static bool _settle(int i, time_t now, gate_out_t *out)
 		      e->job_id, k8sdra_gate_timeout(), g.ready, g.total, g.why);
 		out->rc = SIGKILL;	/* with timed_out: "failed due to timing out" */
 		out->timed_out = true;
+		desc = xstrdup_printf("Kubernetes did not show its devices allocated within %us (%u/%u: %s)",
+				      k8sdra_gate_timeout(), g.ready, g.total, g.why);
+		_failed(out, desc);
+		xfree(desc);
 		return true;
 	}
 	if (g.ready != e->ready || g.total != e->total) {
@@ -182,6 +233,34 @@ static bool _settle(int i, time_t now, gate_out_t *out)
 		out->show = true;
 	}
 	return false;
+}
+
+/*
+ * After slurmctld's callback requeued them: jobs sent back once too often
+ * wait, held, for an admin, as Slurm's own requeuehold leaves a job
+ * (priority 0), so that a node Kubernetes keeps failing does not take the
+ * same job again and again. A job Slurm cancelled instead is not pending.
+ */
+static void _hold(gate_out_t *outs, int n)
+{
+	slurmctld_lock_t locks = { .job = WRITE_LOCK };
+	job_record_t *job_ptr;
+
+	lock_slurmctld(locks);
+	for (int i = 0; i < n; i++) {
+		if (!outs[i].hold || !(job_ptr = find_job_record(outs[i].job_id)) ||
+		    !IS_JOB_PENDING(job_ptr))
+			continue;
+		job_ptr->priority = 0;
+		job_ptr->state_reason = WAIT_HELD;
+		xfree(job_ptr->state_desc);
+		job_ptr->state_desc = xstrdup_printf(DESC_PREFIX "held after %u launch gate failures: %s",
+						     outs[i].failures, outs[i].why);
+		error(PREFIX "%pJ held after %u launch gate failures in a row (LaunchGateRequeues=%u); scontrol release it once Kubernetes is fixed",
+		      job_ptr, outs[i].failures, k8sdra_gate_requeues());
+		last_job_update = time(NULL);
+	}
+	unlock_slurmctld(locks);
 }
 
 /* The job's reason, under the job write lock only. */
@@ -237,6 +316,11 @@ extern void k8s_gate_tick(void)
 	for (int i = 0; i < nout && cb; i++)
 		if (!outs[i].show)
 			cb(outs[i].rc, outs[i].job_id, outs[i].timed_out);
+	for (int i = 0; i < nout; i++)
+		if (outs[i].hold && cb) {
+			_hold(outs, nout);
+			break;
+		}
 	if (ncb && !cb)
 		error(PREFIX "%d jobs left the launch gate with no callback to tell slurmctld", ncb);
 	xfree(outs);

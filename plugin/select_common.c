@@ -43,6 +43,7 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
  * script keeps these global.
  */
 list_t *job_list;
+time_t last_job_update;
 time_t last_node_update;
 slurmctld_config_t slurmctld_config;
 

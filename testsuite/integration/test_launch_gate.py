@@ -140,6 +140,32 @@ def test_a_job_still_gated_after_the_timeout_is_requeued(gated, version):
 
 
 @pytest.mark.parametrize("version", [slurm_release.INSTALLED, "26.05.3"])
+def test_a_job_sent_back_once_too_often_is_held_until_released(gated, version):
+    """LaunchGateRequeues=0: the first timeout at the gate requeues the job
+    and holds it (priority 0, the gate's reason), so it is not placed again
+    on a node Kubernetes keeps failing; released, it runs."""
+    c = gated(version, "LaunchGateTimeout=5\nLaunchGateRequeues=0\n")
+    out = c.run_dir / "held.out"
+    faults(c, **DENY_CLAIMS)
+    job = sbatch(c, "-w", "kube-a", "-c2", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    j = wait_for(lambda: (j := show_job(c, job)).get("JobState") == "PENDING" and j.get("Priority") == "0" and j,
+                 timeout=60, what=f"job {job} requeued and held")
+    assert j.get("Reason", "").startswith("k8s_cons_tres:_held_after_1_launch_gate_failures"), j
+    assert not out.exists(), "a job that failed the gate ran"
+    log = (c.run_dir / "log" / "slurmctld.log").read_text()
+    assert f"JobId={job} held after 1 launch gate failures in a row (LaunchGateRequeues=0)" in log
+    reset_faults(c)
+    # held: nothing places it, even with Kubernetes fine again
+    wait_for(lambda: c.node_states()["kube-a"].startswith("idle"), timeout=60, what="kube-a to be idle")
+    assert show_job(c, job).get("JobState") == "PENDING"
+    c.run("scontrol", "release", str(job))
+    c.run("scontrol", "update", f"JobId={job}", "StartTime=now")  # past the requeue's delay
+    wait_job(c, job, states={"RUNNING"}, timeout=90)
+    wait_for(lambda: out.exists() and "ran" in out.read_text(), timeout=30, what="the job's script to run")
+
+
+@pytest.mark.parametrize("version", [slurm_release.INSTALLED, "26.05.3"])
 def test_a_pod_claim_in_the_window_keeps_the_device_and_requeues_the_job(gated, version, tmp_path):
     c = gated(version)
     # A pod's claim waits for kube-scheduler (not allocated yet) ...

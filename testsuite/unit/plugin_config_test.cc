@@ -34,6 +34,7 @@ StaleAfter=120
 RequestTimeout=5
 ClaimQueueLimit=5000
 MaxInflightWrites=3
+LaunchGateRequeues=0
 DebugLevel=debug
 )";
     auto r = parse_plugin_config(text, "k.conf");
@@ -49,6 +50,7 @@ DebugLevel=debug
     CHECK(c.request_timeout == std::chrono::seconds(5));
     CHECK(c.claim_queue_limit == 5000);
     CHECK(c.max_inflight_writes == 3);
+    CHECK(c.launch_gate_requeues == 0);
     CHECK(c.log_level == 3);
     CHECK(c.k8s_node_name("n1") == "worker-1");
     CHECK(c.k8s_node_name("n3") == "n3.k8s");
