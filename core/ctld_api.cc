@@ -14,6 +14,19 @@ void set_text(char *buf, size_t len, const std::string &text) {
     if (buf && len > 0) std::snprintf(buf, len, "%s", text.c_str());
 }
 
+// One setting of the running engine's k8s_cons_tres.conf; `fallback` with
+// no engine (or on any error).
+template <class F, class T>
+T setting(F field, T fallback) {
+    try {
+        auto engine = k8sdra::running_engine();
+        const auto *c = engine ? engine->config() : nullptr;
+        return c ? static_cast<T>(field(*c)) : fallback;
+    } catch (...) {
+        return fallback;
+    }
+}
+
 template <class T>
 bool copy_out(const std::vector<T> &from, T *to, size_t cap, size_t *n) {
     if (n) *n = from.size();
@@ -175,33 +188,17 @@ extern "C" int k8sdra_job_gate(uint32_t job_id, struct k8sdra_gate *out) {
 }
 
 extern "C" int k8sdra_gate_mode(void) {
-    try {
-        auto engine = k8sdra::running_engine();
-        const auto *c = engine ? engine->config() : nullptr;
-        return c ? static_cast<int>(c->launch_gate) : 0;
-    } catch (...) {
-        return 0;
-    }
+    return setting([](const k8sdra::PluginConfig &c) { return c.launch_gate; }, 0);
 }
 
 extern "C" uint32_t k8sdra_gate_requeues(void) {
-    try {
-        auto engine = k8sdra::running_engine();
-        const auto *c = engine ? engine->config() : nullptr;
-        return c ? c->launch_gate_requeues : 3;
-    } catch (...) {
-        return 3;
-    }
+    return setting([](const k8sdra::PluginConfig &c) { return c.launch_gate_requeues; },
+                   k8sdra::PluginConfig{}.launch_gate_requeues);
 }
 
 extern "C" uint32_t k8sdra_gate_timeout(void) {
-    try {
-        auto engine = k8sdra::running_engine();
-        const auto *c = engine ? engine->config() : nullptr;
-        return c ? static_cast<uint32_t>(c->launch_gate_timeout.count()) : 60;
-    } catch (...) {
-        return 60;
-    }
+    return setting([](const k8sdra::PluginConfig &c) { return c.launch_gate_timeout.count(); },
+                   static_cast<uint32_t>(k8sdra::PluginConfig{}.launch_gate_timeout.count()));
 }
 
 extern "C" void k8sdra_jobs_known_begin(void) {

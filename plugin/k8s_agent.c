@@ -149,6 +149,7 @@ extern void k8s_agent_check_control(void)
 	slurm_mutex_unlock(&agent_mu);
 }
 
+/* On failure wake_fd stays { -1, -1 }: the agent then only polls. */
 static bool _make_wake_pipe(void)
 {
 	if (pipe(wake_fd))
@@ -158,6 +159,7 @@ static bool _make_wake_pipe(void)
 		    fcntl(wake_fd[i], F_SETFL, O_NONBLOCK)) {
 			close(wake_fd[0]);
 			close(wake_fd[1]);
+			wake_fd[0] = wake_fd[1] = -1;
 			return false;
 		}
 	return true;
@@ -239,7 +241,6 @@ extern void k8s_agent_start(void)
 	if (wake_fd[0] < 0 && !_make_wake_pipe()) {
 		error("select/k8s_cons_tres: cannot make the agent's wake pipe: %m; the launch gate answers at its %d ms poll",
 		      POLL_MS);
-		wake_fd[0] = wake_fd[1] = -1;
 	}
 	if (!running) {
 		stopping = false;

@@ -214,12 +214,12 @@ static bool _settle(int i, time_t now, gate_out_t *out)
 		break;
 	}
 	if (now >= e->deadline) {
-		error(PREFIX "JobId=%u: Kubernetes did not show its devices allocated within %us (%u/%u: %s); requeued (or cancelled where Slurm cannot requeue it), its nodes and claims released",
-		      e->job_id, k8sdra_gate_timeout(), g.ready, g.total, g.why);
-		out->rc = SIGKILL;	/* with timed_out: "failed due to timing out" */
-		out->timed_out = true;
 		desc = xstrdup_printf("Kubernetes did not show its devices allocated within %us (%u/%u: %s)",
 				      k8sdra_gate_timeout(), g.ready, g.total, g.why);
+		error(PREFIX "JobId=%u: %s; requeued (or cancelled where Slurm cannot requeue it), its nodes and claims released",
+		      e->job_id, desc);
+		out->rc = SIGKILL;	/* with timed_out: "failed due to timing out" */
+		out->timed_out = true;
 		_failed(out, desc);
 		xfree(desc);
 		return true;
@@ -289,7 +289,7 @@ extern void k8s_gate_tick(void)
 	gate_out_t *outs = NULL;
 	k8s_gate_callback_t cb;
 	time_t now = time(NULL);
-	int nout = 0, ncb = 0;
+	int nout = 0, ncb = 0, nhold = 0;
 
 	slurm_mutex_lock(&gate_mu);
 	if (!gate_cnt) {
@@ -302,6 +302,7 @@ extern void k8s_gate_tick(void)
 		if (_settle(i, now, &outs[nout])) {
 			/* out of the table before calling back: exactly one callback */
 			gates[i] = gates[--gate_cnt];
+			nhold += outs[nout].hold;
 			nout++;
 			ncb++;
 		} else {
@@ -316,11 +317,8 @@ extern void k8s_gate_tick(void)
 	for (int i = 0; i < nout && cb; i++)
 		if (!outs[i].show)
 			cb(outs[i].rc, outs[i].job_id, outs[i].timed_out);
-	for (int i = 0; i < nout; i++)
-		if (outs[i].hold && cb) {
-			_hold(outs, nout);
-			break;
-		}
+	if (nhold && cb)
+		_hold(outs, nout);
 	if (ncb && !cb)
 		error(PREFIX "%d jobs left the launch gate with no callback to tell slurmctld", ncb);
 	xfree(outs);
