@@ -49,6 +49,7 @@ struct k8sdra_start_args {
 	k8sdra_log_fn log;        /* may be NULL: then the core is silent */
 	const char *cluster_name; /* Slurm's ClusterName, labels our claims */
 	const char *state_dir;    /* StateSaveLocation: the view file goes there */
+	long replaced_pid;        /* slurmctld replaced by reconfigure, or 0 */
 };
 
 /*

@@ -90,6 +90,7 @@ extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
         if (config && config->cluster_label.empty())
             config->cluster_label = args && args->cluster_name ? args->cluster_name : "slurm";
         if (config && args && args->state_dir) config->state_dir = args->state_dir;
+        if (config && args) config->replaced_pid = args->replaced_pid;
         auto core = std::make_unique<Core>();
         core->engine = std::make_shared<k8sdra::Engine>(std::move(config));
         if (core->engine->integration_on()) {

@@ -88,6 +88,9 @@ struct PluginConfig {
     // Not from the file: where the admin view (k8s_cons_tres_view.json) is
     // written, slurmctld's StateSaveLocation; "" for none.
     std::string state_dir;
+    // Not from the file: the slurmctld this process replaced in place
+    // (24.11+ reconfigure), whose Lease it carries on; 0 for none.
+    long replaced_pid = 0;
 
     // The Kubernetes node name of a Slurm node.
     std::string k8s_node_name(const std::string &slurm_node) const;

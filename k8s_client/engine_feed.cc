@@ -57,6 +57,7 @@ LeaseOptions lease_options(const PluginConfig &pc) {
     o.ns = pc.claim_namespace;
     o.name = leaseName(pc.cluster_label);
     o.identity = controllerIdentity();
+    o.replaced_pid = pc.replaced_pid;
     return o;
 }
 

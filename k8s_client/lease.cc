@@ -33,13 +33,24 @@ std::string leases_path(const LeaseOptions &o) {
 
 }  // namespace
 
-std::string controllerIdentity() {
+namespace {
+// "<host>_p<pid>_": what every identity of that process begins with
+std::string processPrefix(long pid) {
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
+    return host + std::string("_p") + std::to_string(pid) + "_";
+}
+}  // namespace
+
+std::string controllerIdentity() {
     std::random_device rd;
-    char id[24];
-    std::snprintf(id, sizeof id, "_%08x%08x", rd(), rd());
-    return host + std::string(id);
+    char id[20];
+    std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
+    return processPrefix(getpid()) + id;
+}
+
+bool heldByReplaced(const std::string &holder, long replaced_pid) {
+    return replaced_pid > 0 && holder.rfind(processPrefix(replaced_pid), 0) == 0;
 }
 
 std::string leaseName(const std::string &cluster) {
@@ -156,6 +167,15 @@ void LeaseKeeper::tick() {
             const std::string rv = meta ? json::getString(*meta, "resourceVersion") : "";
             const std::string holder = spec ? json::getString(*spec, "holderIdentity") : "";
             const int64_t transitions = spec ? json::getInt(*spec, "leaseTransitions") : 0;
+            if (holder != opts_.identity && heldByReplaced(holder, opts_.replaced_pid)) {
+                // the slurmctld this one replaced in place: its lease is ours,
+                // with no wait for it to lapse (it renews no more once gone)
+                opts_.identity = holder;
+                acquire_time_ = spec ? json::getString(*spec, "acquireTime") : "";
+                if (acquire_time_.empty()) acquire_time_ = micro_time();
+                log_.info("carries on Lease " + opts_.ns + "/" + opts_.name + " of the slurmctld it replaced (" +
+                          holder + ")");
+            }
             if (holder == opts_.identity) {
                 mine = write("PUT", item, body(rv, transitions, false, opts_.identity));
             } else {

@@ -21,6 +21,10 @@ struct LeaseOptions {
     std::string ns;        // the claim namespace
     std::string name;      // one lease per Slurm cluster (leaseName)
     std::string identity;  // this controller (controllerIdentity)
+    // The slurmctld this process replaced in place (24.11+ "scontrol
+    // reconfigure" execs a new one and the old one exits without a word):
+    // its lease is taken over at once. 0: none.
+    long replaced_pid = 0;
     std::chrono::seconds duration{15};
 };
 
@@ -70,10 +74,15 @@ private:
     bool reported_ = false;               // last state logged: held
 };
 
-// This host's name and a per-start id: two controllers never share an
-// identity, even on one host. A controller that stopped cleanly gave its
-// lease up (release()); one that was killed is waited for until its lease
-// lapses, as client-go's leader election does.
+// This host's name, the process id and a per-start id: two controllers
+// never share an identity, even on one host. A controller that stopped
+// cleanly gave its lease up (release()); one that was killed is waited for
+// until its lease lapses, as client-go's leader election does.
 std::string controllerIdentity();
+
+// Whether a holder identity is that of process replaced_pid on this host:
+// the slurmctld whose pid Slurm's reconfigure left in the pidfile is the
+// only process with that pid until this one starts, so it can be no other.
+bool heldByReplaced(const std::string &holder, long replaced_pid);
 
 }  // namespace k8sdra::k8s

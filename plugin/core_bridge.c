@@ -6,6 +6,11 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "slurm_compat.h"
 #include "src/common/log.h"
 #include "src/common/read_config.h"
@@ -36,6 +41,29 @@ static void core_log(int level, const char *msg)
 	}
 }
 
+/*
+ * On 24.11+ "scontrol reconfigure" execs a new slurmctld and the old one
+ * exits without finishing its plugins, so its Lease is never given up.
+ * Slurm hands the new process the pidfile's descriptor (write-only), and
+ * the file still holds the old process's pid: its Lease is carried on.
+ */
+static long _replaced_pid(void)
+{
+	char *fd_env = getenv("SLURMCTLD_RECONF_PIDFD");
+	char path[64], buf[32] = "";
+	ssize_t n = 0;
+	int fd;
+
+	if (!getenv("SLURMCTLD_RECONF") || !fd_env)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", atoi(fd_env));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return (n > 0) ? strtol(buf, NULL, 10) : 0;
+}
+
 static bool is_our_select_type(void)
 {
 	return !xstrcmp(slurm_conf.select_type, "select/k8s_cons_tres");
@@ -56,6 +84,7 @@ extern int core_bridge_start(void)
 	args.log = core_log;
 	args.cluster_name = slurm_conf.cluster_name;
 	args.state_dir = slurm_conf.state_save_location;
+	args.replaced_pid = _replaced_pid();
 	info(PREFIX "starting in slurmctld, wrapping select/cons_tres, core %s, config %s",
 	     k8sdra_version(), conf_path);
 	rc = k8sdra_start(&args, err, sizeof(err));

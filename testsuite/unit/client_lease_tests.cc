@@ -33,3 +33,16 @@ TEST_CASE("a controller's identity is its host and a per-start id") {
     CHECK(a.rfind(std::string(host) + "_", 0) == 0);
     CHECK(a != b);  // two controllers on one host are two holders
 }
+
+TEST_CASE("a slurmctld replaced in place by reconfigure is known by its pid on this host") {
+    const std::string mine = controllerIdentity();
+    CHECK(heldByReplaced(mine, getpid()));  // 24.11+ attached mode: exec in place, same pid
+    CHECK_FALSE(heldByReplaced(mine, getpid() + 1));
+    CHECK_FALSE(heldByReplaced(mine, 0));  // not started by a reconfigure
+    // the same pid on another host is another process
+    const std::string elsewhere = "other-host" + mine.substr(mine.find("_p"));
+    CHECK_FALSE(heldByReplaced(elsewhere, getpid()));
+    // a pid that only begins with ours is another process
+    CHECK_FALSE(heldByReplaced(mine, getpid() / 10));
+    CHECK_FALSE(heldByReplaced("other-controller", getpid()));
+}
