@@ -6,11 +6,11 @@
 //
 //   bench_feed --kubeconfig F --nodes N [--changes 20] [--state-dir D]
 //
-// Run the server with --synthetic-nodes N (see k8s_client/README.md).
+// Run the server with --synthetic-nodes N (see k8s_sync/README.md).
 #include "core/engine.h"
 #include "core/k8sdra.h"
 #include "core/k8sdra_ctld.h"
-#include "k8s_client/engine_feed.h"
+#include "k8s_sync/engine_feed.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -82,7 +82,7 @@ int main(int argc, char **argv) {
         if (std::strstr(msg, "listed at resourceVersion")) g_listed = Clock::now().time_since_epoch().count();
         if (const char *p = std::strstr(msg, " rebuilt in ")) g_first_build_ms = std::strtol(p + 12, nullptr, 10);
     };
-    k8sdra_start_args args{conf.c_str(), log, "bench", state_dir.empty() ? nullptr : state_dir.c_str()};
+    k8sdra_start_args args{conf.c_str(), log, "bench", state_dir.empty() ? nullptr : state_dir.c_str(), 0};
     char err[512];
     k8sdra::k8s::register_engine_feed();
     const auto start = Clock::now();

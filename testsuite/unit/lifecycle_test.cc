@@ -70,7 +70,7 @@ std::string write_temp(const std::string &text) {
 
 TEST_CASE("a bad configuration file stops the start with the file's own error") {
     const std::string path = write_temp("InCluster=yes\nColour=blue\n");
-    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr};
+    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
     CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
     CHECK(std::string(err).find(path + ":2: unknown key 'Colour'") == 0);
@@ -95,7 +95,7 @@ TEST_CASE("a good configuration starts the registered feed; stop ends it") {
         return std::make_unique<FakeFeed>();
     });
     const std::string path = write_temp("InCluster=yes\nClaimNamespace=hpc\n");
-    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr};
+    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
     REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
     CHECK(logged("started; configuration " + path));
@@ -118,7 +118,7 @@ TEST_CASE("a feed that cannot start fails the start with its reason") {
         return nullptr;
     });
     const std::string path = write_temp("Kubeconfig=/x\n");
-    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr};
+    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
     CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
     CHECK(std::string(err) == "kubeconfig /x: no such file");
@@ -131,7 +131,7 @@ TEST_CASE("a feed that cannot start fails the start with its reason") {
 
 TEST_CASE("a missing configuration file means integration off") {
     char err[256];
-    k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture, nullptr, nullptr};
+    k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture, nullptr, nullptr, 0};
     REQUIRE(k8sdra_start(&missing, err, sizeof err) == K8SDRA_OK);
     CHECK(logged("no /nonexistent/k8s_cons_tres.conf: Kubernetes integration is OFF"));
     REQUIRE(k8sdra::running_engine());
