@@ -2,7 +2,7 @@
 // The devices of one ResourceSlice as the topology builder reads them,
 // whatever form holds them: a core/dra_types.h ResourceSlice (here), or the
 // client's compact slices, read in place without building a map per device
-// (k8s_client/compact_devices.h). One builder reads both, so both give the
+// (k8s_sync/compact_devices.h). One builder reads both, so both give the
 // same topology.
 #pragma once
 

@@ -6,7 +6,7 @@
 // The claims informer is one watch: a snapshot that has our claim has every
 // claim written before it, so a pod that got one of the job's devices in
 // the window between job_begin and the write is seen here.
-#include "k8s_client/claim_sync.h"
+#include "k8s_sync/claim_sync.h"
 
 #include <algorithm>
 #include <set>

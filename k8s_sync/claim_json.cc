@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 
 #include <algorithm>
 #include <cctype>

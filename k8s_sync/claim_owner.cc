@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/claim_owner.h"
+#include "k8s_sync/claim_owner.h"
 
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 
 #include <algorithm>
 #include <charconv>

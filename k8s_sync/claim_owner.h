@@ -6,7 +6,7 @@
 #pragma once
 
 #include "core/dra_types.h"
-#include "k8s_client/holder_pod.h"
+#include "k8s_sync/holder_pod.h"
 #include "core/plugin_config.h"
 
 #include <cstdint>

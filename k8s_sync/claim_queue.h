@@ -8,8 +8,8 @@
 #pragma once
 
 #include "k8s_client/backoff.h"
-#include "k8s_client/claim_json.h"
-#include "k8s_client/holder_pod.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/holder_pod.h"
 
 #include <chrono>
 #include <deque>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/claim_sync.h"
+#include "k8s_sync/claim_sync.h"
 
-#include "k8s_client/claim_owner.h"
-#include "k8s_client/job_claims.h"
+#include "k8s_sync/claim_owner.h"
+#include "k8s_sync/job_claims.h"
 
 #include <algorithm>
 #include <set>

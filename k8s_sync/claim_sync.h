@@ -8,8 +8,8 @@
 #pragma once
 
 #include "core/engine.h"
-#include "k8s_client/claim_writer.h"
-#include "k8s_client/snapshot.h"
+#include "k8s_sync/claim_writer.h"
+#include "k8s_sync/snapshot.h"
 
 #include <chrono>
 #include <functional>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/claim_writer.h"
+#include "k8s_sync/claim_writer.h"
 
 #include "k8s_client/api_status.h"
 #include "k8s_client/thread_name.h"

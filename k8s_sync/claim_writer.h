@@ -12,8 +12,8 @@
 #pragma once
 
 #include "k8s_client/backoff.h"
-#include "k8s_client/claim_json.h"
-#include "k8s_client/claim_queue.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_queue.h"
 #include "k8s_client/http_client.h"
 
 #include <condition_variable>

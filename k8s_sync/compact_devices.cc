@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/compact_devices.h"
+#include "k8s_sync/compact_devices.h"
 
 namespace k8sdra::k8s {
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/slice_devices.h"
-#include "k8s_client/compact_slice.h"
+#include "k8s_sync/compact_slice.h"
 
 namespace k8sdra::k8s {
 

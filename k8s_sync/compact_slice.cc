@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/compact_slice.h"
+#include "k8s_sync/compact_slice.h"
 
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/slice_json.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/engine_feed.h"
+#include "k8s_sync/engine_feed.h"
 
 #include "core/k8sdra.h"
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 #include "k8s_client/thread_name.h"
-#include "k8s_client/view_json.h"
+#include "k8s_sync/view_json.h"
 
 #include <algorithm>
 #include <cctype>

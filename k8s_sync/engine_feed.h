@@ -6,11 +6,11 @@
 
 #include "core/engine.h"
 #include "core/feed.h"
-#include "k8s_client/claim_sync.h"
+#include "k8s_sync/claim_sync.h"
 #include "k8s_client/config.h"
-#include "k8s_client/inventory_update.h"
-#include "k8s_client/inventory_watcher.h"
-#include "k8s_client/lease.h"
+#include "k8s_sync/inventory_update.h"
+#include "k8s_sync/inventory_watcher.h"
+#include "k8s_sync/lease.h"
 #include "k8s_client/log.h"
 
 #include <condition_variable>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/holder_pod.h"
+#include "k8s_sync/holder_pod.h"
 
 #include "k8s_client/json.h"
 

@@ -2,7 +2,7 @@
 // The claim writer's holder pod operations (see holder_pod.h). They run on
 // the writer's thread and queue, so pod writes are retried, coalesced and
 // bounded exactly like claim writes.
-#include "k8s_client/claim_writer.h"
+#include "k8s_sync/claim_writer.h"
 
 namespace k8sdra::k8s {
 

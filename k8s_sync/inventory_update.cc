@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/inventory_update.h"
+#include "k8s_sync/inventory_update.h"
 
-#include "k8s_client/claim_json.h"
-#include "k8s_client/claim_owner.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_owner.h"
 
 #include <algorithm>
 #include <functional>

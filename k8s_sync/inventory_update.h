@@ -12,8 +12,8 @@
 
 #include "core/inventory.h"
 #include "core/plugin_config.h"
-#include "k8s_client/node_builder.h"
-#include "k8s_client/snapshot.h"
+#include "k8s_sync/node_builder.h"
+#include "k8s_sync/snapshot.h"
 
 #include <functional>
 #include <map>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/inventory_watcher.h"
+#include "k8s_sync/inventory_watcher.h"
 
-#include "k8s_client/claim_json.h"
-#include "k8s_client/inventory_handlers.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/inventory_handlers.h"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "k8s_client/informer.h"
-#include "k8s_client/snapshot.h"
+#include "k8s_sync/snapshot.h"
 
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/job_claims.h"
+#include "k8s_sync/job_claims.h"
 
 #include "core/cpu_mask.h"
 

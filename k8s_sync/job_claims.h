@@ -10,8 +10,8 @@
 #include "core/engine.h"
 #include "core/inventory.h"
 #include "core/plugin_config.h"
-#include "k8s_client/claim_json.h"
-#include "k8s_client/holder_pod.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/holder_pod.h"
 #include "k8s_client/log.h"
 
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/kube_node.h"
+#include "k8s_sync/kube_node.h"
 
 #include <arpa/inet.h>
 

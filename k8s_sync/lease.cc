@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/lease.h"
+#include "k8s_sync/lease.h"
 
 #include "k8s_client/api_status.h"
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 #include "k8s_client/json.h"
 
 #include <unistd.h>

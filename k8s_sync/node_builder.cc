@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/node_builder.h"
+#include "k8s_sync/node_builder.h"
 
 #include "core/pool_select.h"
-#include "k8s_client/compact_devices.h"
+#include "k8s_sync/compact_devices.h"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "core/inventory.h"
-#include "k8s_client/compact_slice.h"
+#include "k8s_sync/compact_slice.h"
 
 #include <memory>
 #include <optional>

@@ -6,10 +6,10 @@
 #pragma once
 
 #include "core/dra_types.h"
-#include "k8s_client/compact_slice.h"
+#include "k8s_sync/compact_slice.h"
 #include "k8s_client/cow_map.h"
-#include "k8s_client/holder_pod.h"
-#include "k8s_client/kube_node.h"
+#include "k8s_sync/holder_pod.h"
+#include "k8s_sync/kube_node.h"
 
 #include <chrono>
 #include <map>

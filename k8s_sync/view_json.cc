@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/view_json.h"
+#include "k8s_sync/view_json.h"
 
 #include "k8s_client/json.h"
 

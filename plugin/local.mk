@@ -41,8 +41,8 @@ select_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \
 # The Slurm-free libraries it links. They are the same for every release,
 # so a build for another release may link those of this tree's main build
 # instead of compiling its own (build-aux/release-plugin.sh):
-#   make select_k8s_cons_tres.la K8SDRA_LIBS="../build/libk8sdra_client.la ../build/libk8sdra_core.la"
-K8SDRA_LIBS = libk8sdra_client.la libk8sdra_core.la
+#   make select_k8s_cons_tres.la K8SDRA_LIBS="../build/libk8sdra_sync.la ../build/libk8sdra_client.la ../build/libk8sdra_core.la"
+K8SDRA_LIBS = libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la
 select_k8s_cons_tres_la_LIBADD = $(K8SDRA_LIBS) $(PTHREAD_LIBS)
 select_k8s_cons_tres_la_DEPENDENCIES = $(K8SDRA_LIBS)
 EXTRA_DIST += plugin/select_k8s_cons_tres.map

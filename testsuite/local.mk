@@ -7,9 +7,9 @@ testsuite_unit_plugin_tests_CPPFLAGS = $(AM_CPPFLAGS) -DK8SDRA_SRCDIR='"$(abs_to
 testsuite_unit_plugin_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
 testsuite_unit_plugin_tests_LDADD = libk8sdra_core.la $(HWLOC_LIBS)
 
-TESTS += testsuite/unit/plugin_tests testsuite/check-plugin-exports.sh
+TESTS += testsuite/unit/plugin_tests testsuite/check-plugin-exports.sh testsuite/check-layout.sh
 # check-plugin-exports.sh checks against the release configure selected.
 AM_TESTS_ENVIRONMENT = SLURM_SRC='$(SLURM_SRC)' SLURM_PREFIX='$(SLURM_PREFIX)'; \
 	export SLURM_SRC SLURM_PREFIX;
-EXTRA_DIST += testsuite/check-plugin-exports.sh etc/k8s_cons_tres.conf.example \
+EXTRA_DIST += testsuite/check-plugin-exports.sh testsuite/check-layout.sh etc/k8s_cons_tres.conf.example \
 	etc/rbac.yaml etc/rbac-node-discovery.yaml etc/deviceclasses.yaml etc/slurm.conf.snippet etc/gres.conf.example

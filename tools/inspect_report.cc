@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "tools/inspect_report.h"
 
-#include "k8s_client/claim_owner.h"
+#include "k8s_sync/claim_owner.h"
 
 #include "core/slurm_map.h"
 

@@ -89,7 +89,7 @@ struct ReportOptions {
     InventoryOptions inventory;
     std::string gres_type;  // Type= of the gres.conf lines, "" for none
     std::optional<Discovery> discovery;  // unset: NodeDiscovery=none
-    // Which claims are the plugin's own (k8s_client/claim_owner.h): its
+    // Which claims are the plugin's own (k8s_sync/claim_owner.h): its
     // ClaimNamespace= and cluster. With no cluster named none is, and every
     // claim shows as a pod's: a tenant's labels never make one Slurm's.
     PluginConfig owner;

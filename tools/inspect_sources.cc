@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "tools/inspect_sources.h"
 
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 #include "k8s_client/config.h"
 #include "k8s_client/http_client.h"
 #include "k8s_client/json.h"
-#include "k8s_client/kube_node.h"
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/kube_node.h"
+#include "k8s_sync/slice_json.h"
 
 #include <fstream>
 #include <memory>

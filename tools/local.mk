@@ -11,7 +11,7 @@ libk8sdra_inspect_la_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
 bin_PROGRAMS += tools/k8s-cons-tres-inspect
 tools_k8s_cons_tres_inspect_SOURCES = tools/k8s_cons_tres_inspect.cc
 tools_k8s_cons_tres_inspect_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-tools_k8s_cons_tres_inspect_LDADD = libk8sdra_inspect.la libk8sdra_client.la libk8sdra_core.la \
+tools_k8s_cons_tres_inspect_LDADD = libk8sdra_inspect.la libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la \
 	$(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
 
 # Per driver variant: recorded slices -> report fields.
@@ -21,7 +21,7 @@ testsuite_unit_inspect_tests_SOURCES = testsuite/unit/inspect_main.cc \
 testsuite_unit_inspect_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_inspect_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
-testsuite_unit_inspect_tests_LDADD = libk8sdra_inspect.la libk8sdra_client.la libk8sdra_core.la \
+testsuite_unit_inspect_tests_LDADD = libk8sdra_inspect.la libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la \
 	$(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
 TESTS += testsuite/unit/inspect_tests
 

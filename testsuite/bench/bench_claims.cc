@@ -7,7 +7,7 @@
 // (one apply = POST + PUT status), then deleted. Reports client-side latency
 // (queued -> done) p50/p99 for apply and delete, and the sustained rate of
 // completed claims (apply and delete both done).
-#include "k8s_client/claim_writer.h"
+#include "k8s_sync/claim_writer.h"
 
 #include <algorithm>
 #include <condition_variable>

@@ -34,11 +34,11 @@
 // (the job ended before the write was sent, which then coalesced with the
 // removal) are counted apart, not timed.
 #include "core/inventory.h"
-#include "k8s_client/claim_sync.h"
-#include "k8s_client/engine_feed.h"
-#include "k8s_client/job_claims.h"
+#include "k8s_sync/claim_sync.h"
+#include "k8s_sync/engine_feed.h"
+#include "k8s_sync/job_claims.h"
 #include "k8s_client/json_stream.h"
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/slice_json.h"
 
 #include <algorithm>
 #include <atomic>

@@ -10,10 +10,10 @@
 //   first complete (synced) snapshot, the client's CPU time, its peak RSS,
 //   and then the cost of applying one watch event (decode + copy-on-write
 //   update + snapshot publication), measured in-process without the server.
-#include "k8s_client/claim_json.h"
-#include "k8s_client/inventory_handlers.h"
-#include "k8s_client/inventory_watcher.h"
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/inventory_handlers.h"
+#include "k8s_sync/inventory_watcher.h"
+#include "k8s_sync/slice_json.h"
 
 #include <sys/resource.h>
 

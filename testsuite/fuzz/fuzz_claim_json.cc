@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// libFuzzer target: the ResourceClaim decoder (k8s_client/claim_json.h,
+// libFuzzer target: the ResourceClaim decoder (k8s_sync/claim_json.h,
 // parseClaimHolding, salvageClaimHolding). Contract checked: any input
 // decodes or throws json::Error; what parses as JSON but does not decode is
 // salvaged without throwing at all (the informer keeps its nodes out); no
 // sanitizer report or hang.
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 #include "k8s_client/json.h"
 
 #include <cstddef>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// libFuzzer target: the ResourceSlice decoders (k8s_client/slice_json.h and
-// the compact form the informer uses, k8s_client/compact_slice.h).
+// libFuzzer target: the ResourceSlice decoders (k8s_sync/slice_json.h and
+// the compact form the informer uses, k8s_sync/compact_slice.h).
 // Contract checked: any input either decodes or throws json::Error (the
 // informer skips that one slice); anything else (another exception, a
 // sanitizer report, a hang) is a bug. A slice that decodes re-encodes and
 // decodes again.
-#include "k8s_client/compact_slice.h"
+#include "k8s_sync/compact_slice.h"
 #include "k8s_client/json.h"
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/slice_json.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -8,8 +8,8 @@
 //   k8sdra_client_probe write --kubeconfig F --count N [--job J] [--node N]
 //       [--ns NS] [--delete] [--grouped] [--foreign-labels]
 //     applies N claims (then deletes them with --delete) and prints results.
-#include "k8s_client/claim_writer.h"
-#include "k8s_client/inventory_watcher.h"
+#include "k8s_sync/claim_writer.h"
+#include "k8s_sync/inventory_watcher.h"
 
 #include <chrono>
 #include <condition_variable>

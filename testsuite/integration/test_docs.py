@@ -177,9 +177,9 @@ def test_readme_admin_section_starts_with_the_package_and_the_manifests():
 # ---- Markdown: README and the pages it points to ---------------------------
 README = TOP / "README.md"
 DOC_PAGES = sorted(DOC.glob("*.md"))
-MARKDOWN = [README, *DOC_PAGES, TOP / "k8s_client" / "README.md",
+MARKDOWN = [README, *DOC_PAGES, TOP / "k8s_client" / "README.md", TOP / "k8s_sync" / "README.md",
             TOP / "testsuite" / "apiserver" / "README.md"]
-TOP_DIRS = ("plugin", "core", "k8s_client", "tools", "etc", "doc", "testsuite", "build-aux", ".ci")
+TOP_DIRS = ("plugin", "core", "k8s_client", "k8s_sync", "tools", "etc", "doc", "testsuite", "build-aux", ".ci")
 # paths the docs name in Slurm's own source tree, not in this one
 SLURM_TREE_PATHS = {"testsuite/expect"}
 
@@ -328,7 +328,7 @@ def test_the_files_and_test_files_the_docs_name_exist():
 def test_the_variables_the_docs_name_are_read_somewhere():
     """Every K8S_* the docs tell people to set is read by the tree's code."""
     this = Path(__file__).resolve()
-    sources = [p for d in ("testsuite", "build-aux", ".ci", "core", "k8s_client", "plugin", "tools")
+    sources = [p for d in ("testsuite", "build-aux", ".ci", "core", "k8s_client", "k8s_sync", "plugin", "tools")
                for p in (TOP / d).rglob("*")
                if p.is_file() and p.suffix not in (".md", ".json", ".pyc") and p != this]
     code = "\n".join(p.read_text(errors="replace") for p in sources if p.stat().st_size < 2_000_000)

@@ -5,9 +5,9 @@
 // No API server: the writer's port is closed and its gate shut, so only
 // the snapshots given here decide.
 #include "core/hwloc_fixture.h"
-#include "k8s_client/claim_json.h"
-#include "k8s_client/claim_sync.h"
-#include "k8s_client/job_claims.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_sync.h"
+#include "k8s_sync/job_claims.h"
 
 #include <catch2/catch.hpp>
 

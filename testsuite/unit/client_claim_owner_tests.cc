@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The one rule for the plugin's own claims: labels alone never make a
 // claim Slurm's.
-#include "k8s_client/claim_json.h"
-#include "k8s_client/claim_owner.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_owner.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The claim queue: latest intent per claim wins, bounded, backoff aside.
-#include "k8s_client/claim_queue.h"
-#include "k8s_client/claim_writer.h"
+#include "k8s_sync/claim_queue.h"
+#include "k8s_sync/claim_writer.h"
 
 #include <catch2/catch.hpp>
 

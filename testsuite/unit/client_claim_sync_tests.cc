@@ -2,8 +2,8 @@
 // Reconciliation (ClaimSync) and the writer's Lease gate, with no API
 // server: what is queued is read from the writer's counters, and nothing it
 // sends can succeed (the server's port is closed).
-#include "k8s_client/claim_json.h"
-#include "k8s_client/claim_sync.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_sync.h"
 
 #include <catch2/catch.hpp>
 

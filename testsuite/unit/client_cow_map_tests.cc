@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_client/cow_map.h"
-#include "k8s_client/snapshot.h"
+#include "k8s_sync/snapshot.h"
 
 #include <catch2/catch.hpp>
 

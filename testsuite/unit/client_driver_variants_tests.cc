@@ -3,8 +3,8 @@
 // the topology the core builds from them.
 #include "core/pool_select.h"
 #include "core/topology_build.h"
-#include "k8s_client/compact_slice.h"
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/compact_slice.h"
+#include "k8s_sync/slice_json.h"
 #include "testsuite/unit/client_test_util.h"
 
 #include <catch2/catch.hpp>

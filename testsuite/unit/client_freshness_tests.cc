@@ -2,7 +2,7 @@
 // Freshness comes from data: a watch counts as open once the server has
 // answered, and the view is fresh only while every informer receives data.
 // A tiny plain-HTTP server stands in for the API server.
-#include "k8s_client/inventory_watcher.h"
+#include "k8s_sync/inventory_watcher.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,8 +2,8 @@
 // One object the informers cannot decode costs only itself: it is logged
 // and skipped (a slice) or kept as what can be read of it (a claim), and the
 // string pool's bound holds whatever the slices contain.
-#include "k8s_client/claim_json.h"
-#include "k8s_client/inventory_handlers.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/inventory_handlers.h"
 #include "k8s_client/json.h"
 #include "k8s_client/string_pool.h"
 #include "client_test_util.h"

@@ -4,9 +4,9 @@
 #include "core/hwloc_fixture.h"
 #include "core/inventory.h"
 #include "core/plugin_config.h"
-#include "k8s_client/claim_owner.h"
-#include "k8s_client/holder_pod.h"
-#include "k8s_client/job_claims.h"
+#include "k8s_sync/claim_owner.h"
+#include "k8s_sync/holder_pod.h"
+#include "k8s_sync/job_claims.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // A Slurm job's devices as the ResourceClaims that hold exactly them.
 #include "core/hwloc_fixture.h"
 #include "core/inventory.h"
-#include "k8s_client/job_claims.h"
+#include "k8s_sync/job_claims.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Hostile JSON costs bounded memory and time and is a clear error.
-#include "k8s_client/claim_json.h"
+#include "k8s_sync/claim_json.h"
 #include "k8s_client/informer.h"
 #include "k8s_client/json.h"
 #include "k8s_client/json_stream.h"

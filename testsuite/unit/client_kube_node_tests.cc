@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Node objects as node discovery reads them.
-#include "k8s_client/kube_node.h"
+#include "k8s_sync/kube_node.h"
 
 #include <catch2/catch.hpp>
 

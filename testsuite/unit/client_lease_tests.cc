@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The Lease's name and this controller's identity: distinct clusters never
 // share a Lease, distinct controllers never share an identity.
-#include "k8s_client/claim_json.h"
-#include "k8s_client/lease.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/lease.h"
 
 #include <catch2/catch.hpp>
 

@@ -4,9 +4,9 @@
 // rebuilt, all in one pass) against the plain one (Inventory::build on the
 // expanded snapshot, as the feed did before), on random clusters and across
 // random changes: the same nodes, topologies, warnings, reasons and ledgers.
-#include "k8s_client/claim_json.h"
-#include "k8s_client/claim_owner.h"
-#include "k8s_client/inventory_update.h"
+#include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_owner.h"
+#include "k8s_sync/inventory_update.h"
 #include "testsuite/unit/core_test_util.h"
 
 #include <catch2/catch.hpp>

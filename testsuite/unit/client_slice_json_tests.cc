@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/slice_json.h"
 #include "testsuite/unit/client_test_util.h"
 
 #include <catch2/catch.hpp>

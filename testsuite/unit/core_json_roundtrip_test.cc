@@ -3,7 +3,7 @@
 // client's encoder) -> decoded slices -> model reproduces the topology.
 #include "core/hwloc_fixture.h"
 #include "core/inventory.h"
-#include "k8s_client/slice_json.h"
+#include "k8s_sync/slice_json.h"
 
 #include <catch2/catch.hpp>
 

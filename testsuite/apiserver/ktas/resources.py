@@ -130,7 +130,7 @@ PRIORITY_CLASSES = ResourceType(
     "v1", False, validate_create=validation.priority_class,
     validate_update=validation.priority_class_update, short_names=("pc",))
 
-# The plugin's leader election (k8s_client/lease.cc): optimistic
+# The plugin's leader election (k8s_sync/lease.cc): optimistic
 # concurrency through resourceVersion, like any object here.
 LEASES = ResourceType(
     "leases", "lease", "Lease", "coordination.k8s.io", "v1", True,
