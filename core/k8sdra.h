@@ -68,35 +68,7 @@ K8SDRA_API int k8sdra_running(void);
 /* Version string of the core, for the init log line. */
 K8SDRA_API const char *k8sdra_version(void);
 
-/* ---- inventory, ledger and placement (core/c_api.cc) -------------------- */
-/*
- * An inventory is one consistent snapshot of the Kubernetes nodes (topology
- * from ResourceSlices, holdings from ResourceClaims) plus the Slurm jobs
- * recorded since. Calls on one inventory are serialized internally. CPU
- * sets cross this boundary as Slurm core indices (socket * cores_per_socket
- * + core) and Linux CPU ids; GPUs as GRES indices.
- */
-struct k8sdra_inventory;
-
-enum k8sdra_gres_order {
-	K8SDRA_GRES_BY_MINOR = 0,  /* /dev/nvidiaN order (default) */
-	K8SDRA_GRES_BY_PCI_BUS = 1 /* resource.kubernetes.io/pciBusID order */
-};
-
-/*
- * Builds an inventory of identical nodes from an hwloc synthetic topology
- * (e.g. "pack:2 numa:4 core:8 pu:2") with gpus_per_node fake NVIDIA GPUs,
- * as the fixture generator publishes them. For tests and previews.
- */
-K8SDRA_API int k8sdra_inventory_from_synthetic(const char *synthetic,
-					       const char *const *nodes,
-					       size_t nnodes,
-					       uint32_t gpus_per_node,
-					       struct k8sdra_inventory **out,
-					       char *err, size_t errlen);
-
-/* Frees an inventory; NULL is ignored. */
-K8SDRA_API void k8sdra_inventory_free(struct k8sdra_inventory *inv);
+/* ---- vocabulary shared with k8sdra_ctld.h ------------------------------ */
 
 /* What slurm.conf / gres.conf say about a node. */
 struct k8sdra_slurm_node {
@@ -104,47 +76,6 @@ struct k8sdra_slurm_node {
 	uint32_t cores_per_socket;
 	uint32_t threads_per_core;
 	uint32_t gpus;
-};
-
-enum k8sdra_node_state {
-	K8SDRA_NODE_OK = 0,       /* slices complete and agree with Slurm */
-	K8SDRA_NODE_UNKNOWN = 1,  /* no slices for this node */
-	K8SDRA_NODE_INVALID = 2,  /* slices unusable; reason says why */
-	K8SDRA_NODE_MISMATCH = 3  /* slices disagree with Slurm; reason has the difference */
-};
-
-/* Sets *state and, unless OK, a one-line reason. slurm may be NULL (no comparison). */
-K8SDRA_API int k8sdra_node_check(struct k8sdra_inventory *inv, const char *node,
-				 const struct k8sdra_slurm_node *slurm,
-				 int *state, char *reason, size_t reasonlen);
-
-struct k8sdra_free_counts {
-	uint32_t cpus;  /* free logical CPUs */
-	uint32_t cores; /* cores whose every thread is free */
-	uint32_t gpus;
-};
-
-K8SDRA_API int k8sdra_node_free(struct k8sdra_inventory *inv, const char *node,
-				struct k8sdra_free_counts *out, char *err,
-				size_t errlen);
-
-/*
- * Slurm core indices with at least one thread held by a Kubernetes claim,
- * and GRES indices of GPUs held by claims (what Slurm must not use). Arrays
- * are caller-owned; *ncores / *ngres receive the counts. K8SDRA_EINVAL when
- * a capacity is too small (the counts are still set).
- */
-K8SDRA_API int k8sdra_k8s_held(struct k8sdra_inventory *inv, const char *node,
-			       uint32_t *cores, size_t core_cap, size_t *ncores,
-			       uint32_t *gres, size_t gres_cap, size_t *ngres,
-			       char *err, size_t errlen);
-
-struct k8sdra_request {
-	uint32_t cpus;             /* CPUs wanted */
-	uint32_t whole_cores;      /* non-zero: hold whole free cores */
-	uint32_t threads_per_core; /* threads used per core; 0: all */
-	uint32_t gpus;
-	uint32_t cpus_per_gpu;     /* CPUs wanted = max(cpus, gpus * cpus_per_gpu) */
 };
 
 /* Lexicographic; smaller is better. See core/placement.h. */
@@ -157,58 +88,6 @@ struct k8sdra_score {
 	uint32_t free_in_numa;
 	uint32_t free_in_l3;
 };
-
-/* Output of k8sdra_place; the arrays are caller-owned, with capacities. */
-struct k8sdra_placement {
-	int fits;
-	char reason[160];           /* why not, when !fits */
-	struct k8sdra_score score;
-	uint32_t *cpu_ids;          /* Linux CPU ids held */
-	size_t cpu_cap, ncpus;
-	uint32_t *cores;            /* Slurm core indices touched, ascending */
-	size_t core_cap, ncores;
-	uint32_t *gres;             /* GRES indices, ascending */
-	size_t gres_cap, ngres;
-};
-
-/* K8SDRA_OK with fits == 0 when the request does not fit. */
-K8SDRA_API int k8sdra_place(struct k8sdra_inventory *inv, const char *node,
-			    const struct k8sdra_request *req,
-			    struct k8sdra_placement *out, char *err,
-			    size_t errlen);
-
-/*
- * Ranks nodes by the best placement each offers: order[i] is the index into
- * nodes of the i-th best; fits and scores (may be NULL) are per order entry.
- * The inventory keeps the ranking between calls and searches again only the
- * nodes changed since (the answer is the same as searching every node).
- */
-K8SDRA_API int k8sdra_rank(struct k8sdra_inventory *inv,
-			   const char *const *nodes, size_t nnodes,
-			   const struct k8sdra_request *req, size_t *order,
-			   int *fits, struct k8sdra_score *scores, char *err,
-			   size_t errlen);
-
-/*
- * Same as k8sdra_rank, from per-NUMA free counts only: about 20x cheaper,
- * exact on the NUMA count when no GPUs are asked for, best fit on free CPUs
- * after that (scores carry numa_nodes and free_in_numa only).
- */
-K8SDRA_API int k8sdra_rank_coarse(struct k8sdra_inventory *inv,
-				  const char *const *nodes, size_t nnodes,
-				  const struct k8sdra_request *req, size_t *order,
-				  int *fits, struct k8sdra_score *scores,
-				  char *err, size_t errlen);
-
-/* Records that job_id holds these whole Slurm cores and GRES indices. */
-K8SDRA_API int k8sdra_job_begin(struct k8sdra_inventory *inv, const char *node,
-				uint32_t job_id, const uint32_t *cores,
-				size_t ncores, const uint32_t *gres,
-				size_t ngres, char *err, size_t errlen);
-
-/* Frees everything job_id holds; *nodes (may be NULL) receives how many nodes. */
-K8SDRA_API int k8sdra_job_end(struct k8sdra_inventory *inv, uint32_t job_id,
-			      size_t *nodes);
 
 #ifdef __cplusplus
 }

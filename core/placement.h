@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Topology-aware choice of the exact CPUs and GPUs for a job on one node,
-// and the ranking of candidate nodes by the best placement each offers.
+// Topology-aware choice of the exact CPUs and GPUs for a job on one node.
+// (Ranking many nodes by it is testsuite/support/ranking.h's, for tests.)
 //
 // Objective (lexicographic, smaller is better; see Score):
 //   1. NUMA nodes touched by the chosen CPUs and GPUs
@@ -114,26 +114,4 @@ struct NodeScore {
 
 // What place() would return as fits and score, without choosing devices.
 NodeScore score_node(const NodeView &node, const Request &req, const SearchOptions &opts = {});
-
-struct RankEntry {
-    size_t node = 0;  // index into the input
-    bool fits = false;
-    Score score;
-};
-
-// Fitting nodes first, by score, then by input order. The score of each
-// node is the one place() would return with the same options. This is the
-// full scan: every node searched on every call; RankIndex (rank_index.h)
-// returns the same from a kept index.
-std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req);
-std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Request &req,
-                                  const SearchOptions &opts);
-
-// Cheaper ranking for very many nodes, from per-NUMA counts only. Its score
-// has numa_nodes = the fewest NUMA nodes whose capacities add up to the
-// CPUs (exact rule 1 when no GPUs are asked for, a lower bound otherwise)
-// and free_in_numa = the free CPUs of those NUMA nodes (best fit); the other
-// fields are 0. Use place() on the nodes finally chosen.
-std::vector<RankEntry> rank_nodes_coarse(const std::vector<NodeView> &nodes, const Request &req);
-
 }  // namespace k8sdra

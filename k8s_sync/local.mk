@@ -54,7 +54,7 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_client_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
-testsuite_unit_client_tests_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la $(HWLOC_LIBS)
+testsuite_unit_client_tests_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS)
 TESTS += testsuite/unit/client_tests
 
 # Driven by testsuite/integration/test_client_k8s.py (K8SDRA_BUILDDIR=builddir).
@@ -90,11 +90,11 @@ EXTRA_DIST += k8s_client/README.md k8s_sync/README.md testsuite/integration/test
 EXTRA_PROGRAMS += testsuite/bench/bench_feed
 testsuite_bench_bench_feed_SOURCES = testsuite/bench/bench_feed.cc
 testsuite_bench_bench_feed_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-testsuite_bench_bench_feed_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_bench_bench_feed_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
 
 # Claim and holder pod writes at a job rate through ClaimSync:
 # make testsuite/bench/bench_holders
 EXTRA_PROGRAMS += testsuite/bench/bench_holders
 testsuite_bench_bench_holders_SOURCES = testsuite/bench/bench_holders.cc
 testsuite_bench_bench_holders_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-testsuite_bench_bench_holders_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_bench_bench_holders_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)

@@ -21,7 +21,7 @@ testsuite_unit_inspect_tests_SOURCES = testsuite/unit/inspect_main.cc \
 testsuite_unit_inspect_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_inspect_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
-testsuite_unit_inspect_tests_LDADD = libk8sdra_inspect.la libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la \
+testsuite_unit_inspect_tests_LDADD = libk8sdra_inspect.la libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la \
 	$(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
 TESTS += testsuite/unit/inspect_tests
 

@@ -22,10 +22,10 @@
 //   its cores, where the exact search would enumerate millions of NUMA sets:
 //   engine (budgeted search) and first-fit timed A B A B on the same node.
 #include "core/engine.h"
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/inventory.h"
-#include "core/placement.h"
-#include "core/rank_index.h"
+#include "testsuite/support/ranking.h"
+#include "testsuite/support/rank_index.h"
 
 #include <malloc.h>
 

@@ -4,7 +4,7 @@
 // must not start when a pod's claim holds one of its devices by then.
 // No API server: the writer's port is closed and its gate shut, so only
 // the snapshots given here decide.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "k8s_sync/claim_json.h"
 #include "k8s_sync/claim_sync.h"
 #include "k8s_sync/job_claims.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Holder pods: what the plugin asks kubelet to run for a job on a node, how
 // it reads pods back, and which pods are its own.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/inventory.h"
 #include "core/plugin_config.h"
 #include "k8s_sync/claim_owner.h"

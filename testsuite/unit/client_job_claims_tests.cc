@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A Slurm job's devices as the ResourceClaims that hold exactly them.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/inventory.h"
 #include "k8s_sync/job_claims.h"
 

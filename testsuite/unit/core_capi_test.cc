@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The inventory/placement C ABI: plain structs, error codes, no throws.
-#include "core/c_api_bridge.h"
-#include "core/k8sdra.h"
+#include "testsuite/support/c_api_bridge.h"
+#include "testsuite/support/k8sdra_test.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // The topology builder across driver variants: NUMA attribute preference,
 // unusable attributes as warnings, taints, partitions, configurable driver
 // names; and the fixture generator imitating each release.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/inventory.h"
 #include "core/pool_select.h"
 #include "core/slurm_map.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Round trip: hwloc topology -> fixture slices -> model reproduces it.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/inventory.h"
 #include "core/slurm_map.h"
 

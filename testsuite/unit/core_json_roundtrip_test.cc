@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Round trip through JSON: fixture generator -> ResourceSlice JSON (the
 // client's encoder) -> decoded slices -> model reproduces the topology.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/inventory.h"
 #include "k8s_sync/slice_json.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Each placement rule on hand-made topologies.
 #include "core/inventory.h"
-#include "core/placement.h"
+#include "testsuite/support/ranking.h"
 #include "core_test_util.h"
 
 #include <catch2/catch.hpp>

@@ -8,7 +8,7 @@
 #include "core/placement.h"
 #include "core/placement_cache.h"
 #include "core/placement_key.h"
-#include "core/rank_index.h"
+#include "testsuite/support/rank_index.h"
 #include "core_test_util.h"
 
 #include <catch2/catch.hpp>

@@ -3,7 +3,7 @@
 // Slurm-busy cores and GPUs and requests, every answer must be the one an
 // engine that never saw the cluster before gives.
 #include "core/engine.h"
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // The engine the scheduling path asks: which nodes are Kubernetes nodes,
 // what to keep out of them, when its view is stale, and the choice it makes.
 #include "core/engine.h"
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 
 #include <catch2/catch.hpp>
 

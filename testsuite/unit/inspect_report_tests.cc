@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // k8s-cons-tres-inspect per driver variant: recorded slices -> report JSON.
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "k8s_client/json.h"
 #include "tools/inspect_report.h"
 #include "tools/inspect_sources.h"

@@ -15,7 +15,7 @@
 // nodes of one cluster are. Not thread-safe: one caller at a time.
 #pragma once
 
-#include "core/placement.h"
+#include "testsuite/support/ranking.h"
 
 #include <cstddef>
 #include <cstdint>

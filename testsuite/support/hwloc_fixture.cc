@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/hwloc_fixture.h"
 
 #include <hwloc.h>
 

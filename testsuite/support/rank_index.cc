@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "core/rank_index.h"
+#include "testsuite/support/rank_index.h"
 
 #include "core/placement_key.h"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The inventory/placement part of the C ABI. Every entry point catches
 // everything: no exception crosses into C.
-#include "core/c_api_bridge.h"
-#include "core/hwloc_fixture.h"
+#include "testsuite/support/c_api_bridge.h"
+#include "testsuite/support/hwloc_fixture.h"
 #include "core/slurm_map.h"
 
 #include <algorithm>

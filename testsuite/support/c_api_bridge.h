@@ -4,8 +4,8 @@
 #pragma once
 
 #include "core/inventory.h"
-#include "core/k8sdra.h"
-#include "core/rank_index.h"
+#include "testsuite/support/k8sdra_test.h"
+#include "testsuite/support/rank_index.h"
 
 #include <mutex>
 
