@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // How the engine gets its Kubernetes view without core/ doing any I/O: the
-// Kubernetes client registers a factory for a Feed (its informers and the
-// thread that turns their snapshots into Inventories). core/ only starts and
-// stops it.
+// start-up (k8sdra_start, k8s_sync/start.cc) hands start_core() the factory
+// of a Feed (the informers and the thread that turns their snapshots into
+// Inventories). core/ only starts and stops it.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+
+struct k8sdra_start_args;  // core/k8sdra.h
 
 namespace k8sdra {
 
@@ -24,8 +26,10 @@ using FeedLog = std::function<void(int level, const std::string &msg)>;
 using FeedFactory = std::function<std::unique_ptr<Feed>(std::shared_ptr<Engine> engine, FeedLog log,
                                                         std::string *error)>;
 
-// Called once at load time by the client library (a static registrar).
-void register_feed_factory(FeedFactory factory);
-const FeedFactory &feed_factory();
+// k8sdra_start's work with the feed named: reads the configuration, makes
+// the engine and, when Kubernetes integration is on, the feed through
+// make_feed (empty: this build has none). Returns a K8SDRA_* code and a
+// one-line reason in err; throws nothing.
+int start_core(const ::k8sdra_start_args *args, const FeedFactory &make_feed, char *err, size_t errlen);
 
 }  // namespace k8sdra

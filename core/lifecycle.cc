@@ -32,11 +32,6 @@ struct Core {
 std::mutex &g_mu = *new std::mutex;
 Core *g_core = nullptr;
 
-k8sdra::FeedFactory &factory_slot() {
-    static k8sdra::FeedFactory factory;
-    return factory;
-}
-
 void set_error(char *err, size_t errlen, const std::string &msg) {
     if (err && errlen > 0) std::snprintf(err, errlen, "%s", msg.c_str());
 }
@@ -63,16 +58,13 @@ bool read_config(const char *conf_path, std::optional<k8sdra::PluginConfig> *con
 
 }  // namespace
 
-void k8sdra::register_feed_factory(FeedFactory factory) { factory_slot() = std::move(factory); }
-const k8sdra::FeedFactory &k8sdra::feed_factory() { return factory_slot(); }
-
 std::shared_ptr<k8sdra::Engine> k8sdra::running_engine() {
     std::lock_guard lock(g_mu);
     return g_core ? g_core->engine : nullptr;
 }
 
-extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
-                            size_t errlen) {
+int k8sdra::start_core(const k8sdra_start_args *args, const FeedFactory &make_feed, char *err,
+                       size_t errlen) {
     set_error(err, errlen, "");
     try {
         std::lock_guard lock(g_mu);
@@ -94,7 +86,7 @@ extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
         auto core = std::make_unique<Core>();
         core->engine = std::make_shared<k8sdra::Engine>(std::move(config));
         if (core->engine->integration_on()) {
-            if (!factory_slot()) {
+            if (!make_feed) {
                 set_error(err, errlen, "this build has no Kubernetes client to feed the core");
                 return K8SDRA_EINVAL;
             }
@@ -103,7 +95,7 @@ extern "C" int k8sdra_start(const struct k8sdra_start_args *args, char *err,
             k8sdra::FeedLog feed_log = [log, max_level](int level, const std::string &msg) {
                 if (log && level <= max_level) log(level, msg.c_str());
             };
-            core->feed = factory_slot()(core->engine, feed_log, &error);
+            core->feed = make_feed(core->engine, feed_log, &error);
             if (!core->feed) {
                 set_error(err, errlen, error);
                 return K8SDRA_EINVAL;

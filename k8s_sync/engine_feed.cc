@@ -266,25 +266,16 @@ void EngineFeed::publish_nodes(const Snapshot &snap) {
     engine_->publish_kube_nodes(std::move(nodes), snap.nodesSynced);
 }
 
-void register_engine_feed() {
-    register_feed_factory([](std::shared_ptr<Engine> engine, FeedLog log,
-                             std::string *error) -> std::unique_ptr<Feed> {
-        try {
-            const PluginConfig &pc = *engine->config();
-            auto api = std::make_shared<const Config>(api_config(pc));
-            Logger logger([log](LogLevel l, const std::string &m) { log(static_cast<int>(l), m); }, "");
-            return std::make_unique<EngineFeed>(std::move(engine), std::move(api), watcher_options(pc),
-                                                logger);
-        } catch (const std::exception &e) {
-            *error = e.what();
-            return nullptr;
-        }
-    });
+std::unique_ptr<Feed> make_engine_feed(std::shared_ptr<Engine> engine, FeedLog log, std::string *error) {
+    try {
+        const PluginConfig &pc = *engine->config();
+        auto api = std::make_shared<const Config>(api_config(pc));
+        Logger logger([log](LogLevel l, const std::string &m) { log(static_cast<int>(l), m); }, "");
+        return std::make_unique<EngineFeed>(std::move(engine), std::move(api), watcher_options(pc), logger);
+    } catch (const std::exception &e) {
+        *error = e.what();
+        return nullptr;
+    }
 }
-
-namespace {
-// Registers the factory with core/ when the plugin loads.
-const bool registered = (register_engine_feed(), true);
-}  // namespace
 
 }  // namespace k8sdra::k8s

@@ -27,9 +27,9 @@ Config api_config(const PluginConfig &pc);
 WatcherOptions watcher_options(const PluginConfig &pc);
 WriterOptions writer_options(const PluginConfig &pc);
 
-// Registers the feed factory with core/. Loading the plugin does it already
-// (a static registrar); statically linked programs call this.
-void register_engine_feed();
+// The feed k8sdra_start gives the engine (a FeedFactory): null and *error
+// set when the configuration cannot be used.
+std::unique_ptr<Feed> make_engine_feed(std::shared_ptr<Engine> engine, FeedLog log, std::string *error);
 
 class EngineFeed final : public Feed {
 public:

@@ -17,7 +17,7 @@ libk8sdra_sync_la_SOURCES = \
 	k8s_sync/lease.cc k8s_sync/lease.h \
 	k8s_sync/slice_json.cc k8s_sync/slice_json.h \
 	k8s_sync/snapshot.cc k8s_sync/snapshot.h \
-	k8s_sync/engine_feed.cc k8s_sync/engine_feed.h \
+	k8s_sync/engine_feed.cc k8s_sync/engine_feed.h k8s_sync/start.cc \
 	k8s_sync/inventory_update.cc k8s_sync/inventory_update.h \
 	k8s_sync/node_builder.cc k8s_sync/node_builder.h \
 	k8s_sync/job_claims.cc k8s_sync/job_claims.h \
@@ -50,7 +50,8 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_holder_pod_tests.cc \
 	testsuite/unit/client_list_page_tests.cc \
 	testsuite/unit/client_node_builder_tests.cc \
-	testsuite/unit/client_kube_node_tests.cc
+	testsuite/unit/client_kube_node_tests.cc \
+	testsuite/unit/client_start_tests.cc
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_client_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)

@@ -84,7 +84,6 @@ int main(int argc, char **argv) {
     };
     k8sdra_start_args args{conf.c_str(), log, "bench", state_dir.empty() ? nullptr : state_dir.c_str(), 0};
     char err[512];
-    k8sdra::k8s::register_engine_feed();
     const auto start = Clock::now();
     if (k8sdra_start(&args, err, sizeof err) != K8SDRA_OK) {
         std::fprintf(stderr, "start failed: %s\n", err);

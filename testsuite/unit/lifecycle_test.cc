@@ -26,6 +26,11 @@ bool logged(const std::string &needle) {
         if (l.find(needle) != std::string::npos) return true;
     return false;
 }
+// k8sdra_start is the start-up's (k8s_sync/start.cc): it hands start_core
+// the EngineFeed. These tests hand it theirs, or none.
+int start(const k8sdra_start_args *args, char *err, size_t errlen, const k8sdra::FeedFactory &feed = {}) {
+    return k8sdra::start_core(args, feed, err, errlen);
+}
 }  // namespace
 
 TEST_CASE("core starts once, refuses a second start, and stops cleanly") {
@@ -33,12 +38,12 @@ TEST_CASE("core starts once, refuses a second start, and stops cleanly") {
     args.log = capture;
     char err[128];
     REQUIRE(k8sdra_running() == 0);
-    REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
+    REQUIRE(start(&args, err, sizeof err) == K8SDRA_OK);
     CHECK(std::strlen(err) == 0);
     CHECK(k8sdra_running() == 1);
     CHECK(logged(std::string("1:core ") + k8sdra_version() + " started; Kubernetes integration off"));
 
-    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_ESTATE);
+    CHECK(start(&args, err, sizeof err) == K8SDRA_ESTATE);
     CHECK(std::string(err) == "core already started");
 
     k8sdra_stop();
@@ -47,12 +52,12 @@ TEST_CASE("core starts once, refuses a second start, and stops cleanly") {
     CHECK(k8sdra_running() == 0);
 
     // and it can start again after a stop (slurmctld reconfigure re-inits)
-    REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
+    REQUIRE(start(&args, err, sizeof err) == K8SDRA_OK);
     k8sdra_stop();
 }
 
 TEST_CASE("core start tolerates a NULL argument block and no logger") {
-    REQUIRE(k8sdra_start(nullptr, nullptr, 0) == K8SDRA_OK);
+    REQUIRE(start(nullptr, nullptr, 0) == K8SDRA_OK);
     CHECK(k8sdra_running() == 1);
     k8sdra_stop();
 }
@@ -72,7 +77,7 @@ TEST_CASE("a bad configuration file stops the start with the file's own error") 
     const std::string path = write_temp("InCluster=yes\nColour=blue\n");
     k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
-    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(start(&args, err, sizeof err) == K8SDRA_EINVAL);
     CHECK(std::string(err).find(path + ":2: unknown key 'Colour'") == 0);
     CHECK(k8sdra_running() == 0);
     std::remove(path.c_str());
@@ -87,17 +92,17 @@ struct FakeFeed : k8sdra::Feed {
 };
 }  // namespace
 
-TEST_CASE("a good configuration starts the registered feed; stop ends it") {
+TEST_CASE("a good configuration starts the feed it is handed; stop ends it") {
     std::shared_ptr<k8sdra::Engine> seen;
-    k8sdra::register_feed_factory([&](std::shared_ptr<k8sdra::Engine> engine, k8sdra::FeedLog,
-                                      std::string *) -> std::unique_ptr<k8sdra::Feed> {
+    const k8sdra::FeedFactory feed = [&](std::shared_ptr<k8sdra::Engine> engine, k8sdra::FeedLog,
+                                         std::string *) -> std::unique_ptr<k8sdra::Feed> {
         seen = engine;
         return std::make_unique<FakeFeed>();
-    });
+    };
     const std::string path = write_temp("InCluster=yes\nClaimNamespace=hpc\n");
     k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
-    REQUIRE(k8sdra_start(&args, err, sizeof err) == K8SDRA_OK);
+    REQUIRE(start(&args, err, sizeof err, feed) == K8SDRA_OK);
     CHECK(logged("started; configuration " + path));
     CHECK(g_feeds_alive == 1);
     REQUIRE(seen);
@@ -108,23 +113,21 @@ TEST_CASE("a good configuration starts the registered feed; stop ends it") {
     CHECK(g_feeds_alive == 0);
     CHECK(k8sdra::running_engine() == nullptr);
     std::remove(path.c_str());
-    k8sdra::register_feed_factory(nullptr);
 }
 
 TEST_CASE("a feed that cannot start fails the start with its reason") {
-    k8sdra::register_feed_factory([](std::shared_ptr<k8sdra::Engine>, k8sdra::FeedLog,
-                                     std::string *error) -> std::unique_ptr<k8sdra::Feed> {
+    const k8sdra::FeedFactory feed = [](std::shared_ptr<k8sdra::Engine>, k8sdra::FeedLog,
+                                        std::string *error) -> std::unique_ptr<k8sdra::Feed> {
         *error = "kubeconfig /x: no such file";
         return nullptr;
-    });
+    };
     const std::string path = write_temp("Kubeconfig=/x\n");
     k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
-    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(start(&args, err, sizeof err, feed) == K8SDRA_EINVAL);
     CHECK(std::string(err) == "kubeconfig /x: no such file");
     CHECK(k8sdra_running() == 0);
-    k8sdra::register_feed_factory(nullptr);
-    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(start(&args, err, sizeof err) == K8SDRA_EINVAL);
     CHECK(std::string(err) == "this build has no Kubernetes client to feed the core");
     std::remove(path.c_str());
 }
@@ -132,7 +135,7 @@ TEST_CASE("a feed that cannot start fails the start with its reason") {
 TEST_CASE("a missing configuration file means integration off") {
     char err[256];
     k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture, nullptr, nullptr, 0};
-    REQUIRE(k8sdra_start(&missing, err, sizeof err) == K8SDRA_OK);
+    REQUIRE(start(&missing, err, sizeof err) == K8SDRA_OK);
     CHECK(logged("no /nonexistent/k8s_cons_tres.conf: Kubernetes integration is OFF"));
     REQUIRE(k8sdra::running_engine());
     CHECK_FALSE(k8sdra::running_engine()->integration_on());
