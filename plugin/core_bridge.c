@@ -20,8 +20,8 @@
 
 #include "core/k8sdra.h"
 #include "core_bridge.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
 
 static void core_log(int level, const char *msg)
 {

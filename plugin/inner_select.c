@@ -8,6 +8,7 @@
 #include "src/common/log.h"
 
 #include "inner_select.h"
+#include "k8s_log.h"
 
 k8s_inner_shared_t *k8s_inner;
 
@@ -24,7 +25,7 @@ extern int inner_select_init(void *table, const char **syms, size_t syms_size)
 	inner_context = plugin_context_create("select", K8S_INNER_TYPE,
 					      (void **) table, syms, syms_size);
 	if (!inner_context) {
-		error("select/k8s_cons_tres: cannot load %s, which this plugin wraps",
+		error(PREFIX "cannot load %s, which this plugin wraps",
 		      K8S_INNER_TYPE);
 		return SLURM_ERROR;
 	}

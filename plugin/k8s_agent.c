@@ -23,6 +23,7 @@
 #include "k8s_gpu.h"
 #include "k8s_nodes.h"
 #include "k8s_view.h"
+#include "k8s_log.h"
 
 #define POLL_MS 250
 
@@ -40,7 +41,6 @@ static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
  */
 static int wake_fd[2] = { -1, -1 };
 
-#define DRAIN_PREFIX "k8s_cons_tres: "
 
 static time_t *mismatch_since;	/* per node index: 0, or first seen */
 static int since_cnt;
@@ -57,7 +57,7 @@ static void _resume(char *nodes)
 	slurm_init_update_node_msg(&msg);
 	msg.node_names = nodes;
 	msg.node_state = NODE_RESUME;
-	info("select/k8s_cons_tres: resuming %s: slices agree with slurm.conf again", nodes);
+	info(PREFIX "resuming %s: slices agree with slurm.conf again", nodes);
 	lock_slurmctld(locks);
 	(void) update_node(&msg, slurm_conf.slurm_user_id);
 	unlock_slurmctld(locks);
@@ -86,8 +86,8 @@ static void _drain_mismatched(char **resume)
 		if (!why) {
 			mismatch_since[i] = 0;
 			if (IS_NODE_DRAIN(node_ptr) && node_ptr->reason &&
-			    !xstrncmp(node_ptr->reason, DRAIN_PREFIX,
-				      strlen(DRAIN_PREFIX)) &&
+			    !xstrncmp(node_ptr->reason, REASON_PREFIX,
+				      strlen(REASON_PREFIX)) &&
 			    k8s_view_node_ready(i))
 				xstrfmtcat(*resume, "%s%s", *resume ? "," : "",
 					   node_ptr->name);
@@ -95,7 +95,7 @@ static void _drain_mismatched(char **resume)
 		}
 		if (!mismatch_since[i]) {
 			mismatch_since[i] = now;
-			info("select/k8s_cons_tres: %s unavailable: %s (drained if it lasts %lds)",
+			info(PREFIX "%s unavailable: %s (drained if it lasts %lds)",
 			     node_ptr->name, why, (long) grace);
 		}
 		if (now - mismatch_since[i] < grace) {
@@ -106,8 +106,8 @@ static void _drain_mismatched(char **resume)
 		}
 		if (IS_NODE_DRAIN(node_ptr))
 			continue;
-		xstrfmtcat(reason, DRAIN_PREFIX "%s", why);
-		error("select/k8s_cons_tres: draining %s: %s", node_ptr->name, why);
+		xstrfmtcat(reason, REASON_PREFIX "%s", why);
+		error(PREFIX "draining %s: %s", node_ptr->name, why);
 		drain_nodes(node_ptr->name, reason, slurm_conf.slurm_user_id);
 		xfree(reason);
 	}
@@ -137,7 +137,7 @@ static bool _leave_control_locked(void)
 	if (!in_control || !slurmctld_config.shutdown_time)
 		return false;
 	in_control = false;
-	info("select/k8s_cons_tres: slurmctld leaves control; claims are left to the controller in charge");
+	info(PREFIX "slurmctld leaves control; claims are left to the controller in charge");
 	k8sdra_standby();
 	return true;
 }
@@ -239,7 +239,7 @@ extern void k8s_agent_start(void)
 {
 	slurm_mutex_lock(&agent_mu);
 	if (wake_fd[0] < 0 && !_make_wake_pipe()) {
-		error("select/k8s_cons_tres: cannot make the agent's wake pipe: %m; the launch gate answers at its %d ms poll",
+		error(PREFIX "cannot make the agent's wake pipe: %m; the launch gate answers at its %d ms poll",
 		      POLL_MS);
 	}
 	if (!running) {

@@ -22,9 +22,8 @@
 #include "k8s_gate.h"
 #include "k8s_gate_api.h"
 #include "k8s_view.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
-#define DESC_PREFIX "k8s_cons_tres: "
 
 typedef struct {
 	uint32_t job_id;
@@ -125,7 +124,7 @@ static bool _on_kubernetes(job_record_t *job_ptr)
 
 static char *_desc(const struct k8sdra_gate *g)
 {
-	return xstrdup_printf(DESC_PREFIX "waiting for Kubernetes to show its devices allocated (%u/%u): %s",
+	return xstrdup_printf(REASON_PREFIX "waiting for Kubernetes to show its devices allocated (%u/%u): %s",
 			      g->ready, g->total, g->why[0] ? g->why : "claims not written yet");
 }
 
@@ -207,7 +206,7 @@ static bool _settle(int i, time_t now, gate_out_t *out)
 		error(PREFIX "JobId=%u must not start: %s; requeued (or cancelled where Slurm cannot requeue it)",
 		      e->job_id, g.why);
 		out->rc = 1 << 8;	/* exit code 1: Slurm requeues or cancels */
-		snprintf(out->desc, sizeof(out->desc), DESC_PREFIX "%s", g.why);
+		snprintf(out->desc, sizeof(out->desc), REASON_PREFIX "%s", g.why);
 		_failed(out, g.why);
 		return true;
 	default:
@@ -254,7 +253,7 @@ static void _hold(gate_out_t *outs, int n)
 		job_ptr->priority = 0;
 		job_ptr->state_reason = WAIT_HELD;
 		xfree(job_ptr->state_desc);
-		job_ptr->state_desc = xstrdup_printf(DESC_PREFIX "held after %u launch gate failures: %s",
+		job_ptr->state_desc = xstrdup_printf(REASON_PREFIX "held after %u launch gate failures: %s",
 						     outs[i].failures, outs[i].why);
 		error(PREFIX "%pJ held after %u launch gate failures in a row (LaunchGateRequeues=%u); scontrol release it once Kubernetes is fixed",
 		      job_ptr, outs[i].failures, k8sdra_gate_requeues());
@@ -275,7 +274,7 @@ static void _show(gate_out_t *outs, int n)
 		    !IS_JOB_CONFIGURING(job_ptr))
 			continue;
 		if (job_ptr->state_desc &&
-		    xstrncmp(job_ptr->state_desc, DESC_PREFIX, strlen(DESC_PREFIX)))
+		    xstrncmp(job_ptr->state_desc, REASON_PREFIX, strlen(REASON_PREFIX)))
 			continue;	/* someone else's reason */
 		xfree(job_ptr->state_desc);
 		if (outs[i].desc[0])

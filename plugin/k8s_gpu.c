@@ -18,8 +18,8 @@
 
 #include "k8s_gpu.h"
 #include "k8s_view.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
 
 extern time_t last_node_update;	/* slurmctld's; defined tentatively in the plugin */
 

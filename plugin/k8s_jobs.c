@@ -14,8 +14,8 @@
 
 #include "core/k8sdra_ctld.h"
 #include "k8s_jobs.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
 
 typedef struct {
 	struct k8sdra_job_node *nodes;	/* per job node */

@@ -18,9 +18,8 @@
 
 #include "core/k8sdra_ctld.h"
 #include "k8s_nodes.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
-#define DRAIN_PREFIX "k8s_cons_tres: "
 /*
  * Per round (once a second): at most MAX_ACTIONS, and none begun after
  * ROUND_BUDGET_MS. Each create or delete takes slurmctld's write locks and
@@ -101,7 +100,7 @@ static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, i
 		s->external = IS_NODE_EXTERNAL(node_ptr) ? 1 : 0;
 		s->drained = IS_NODE_DRAIN(node_ptr) ? 1 : 0;
 		s->drained_by_us = s->drained && node_ptr->reason &&
-			!xstrncmp(node_ptr->reason, DRAIN_PREFIX, strlen(DRAIN_PREFIX));
+			!xstrncmp(node_ptr->reason, REASON_PREFIX, strlen(REASON_PREFIX));
 		s->idle = !node_ptr->run_job_cnt && !node_ptr->comp_job_cnt &&
 			  !IS_NODE_ALLOCATED(node_ptr) && !IS_NODE_MIXED(node_ptr) &&
 			  !IS_NODE_COMPLETING(node_ptr);

@@ -15,8 +15,9 @@
 #include "k8s_gpu.h"
 #include "k8s_steer.h"
 #include "k8s_view.h"
+#include "select_common.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
 /* Nodes scored per job: only the nodes cons_tres already chose for it (the
  * caller runs its job_test first), so the cost grows with the job's node
  * count, not the cluster's. Each is scored within the engine's search
@@ -368,4 +369,79 @@ extern void k8s_steer_begin(job_record_t *job_ptr)
 	}
 	_busy_refresh();
 	_mark_job(job_ptr, true);
+}
+
+extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap)
+{
+	/*
+	 * What Kubernetes holds is kept out when the job is to run now or
+	 * later (backfill), never in TEST_ONLY: a job that fits the node once
+	 * the pods are gone must stay pending, not be rejected.
+	 */
+	job_record_t *job_ptr = t->job_ptr;
+	bitstr_t *node_bitmap = t->node_bitmap;
+	list_t **preemptees = t->preemptee_job_list;
+	bitstr_t *k8s_exc = NULL, *steer_exc = NULL, *saved = NULL;
+	bitstr_t *base = exc_core_bitmap;
+	bool same = false;
+	int rc;
+
+	if (t->mode != SELECT_MODE_TEST_ONLY) {
+		bitstr_t *unmarked;
+		if (k8s_view_refresh())
+			k8s_gpu_sync();
+		else
+			k8s_gpu_sync_pending();
+		/* Fail closed: pod GPUs we cannot mark keep GPU jobs away. */
+		if ((unmarked = k8s_gpu_unmarked()) &&
+		    k8s_gpu_gres(job_ptr->gres_list_req) &&
+		    bit_size(unmarked) == bit_size(node_bitmap))
+			bit_and_not(node_bitmap, unmarked);
+		if ((k8s_exc = k8s_view_exclude_cores(exc_core_bitmap)))
+			base = k8s_exc;
+	}
+	/*
+	 * cons_tres chooses the nodes by its own policy (weights, order,
+	 * best fit, ranges), with Kubernetes' devices kept out ...
+	 */
+	saved = t->mode == SELECT_MODE_RUN_NOW ? bit_copy(node_bitmap) : NULL;
+	rc = t->inner(t, base);
+	/*
+	 * ... then, for a job to start now on those very nodes, the engine
+	 * picks the cores and GPUs inside them (narrower exclusion). Only
+	 * RUN_NOW: backfill's WILL_RUN asks when, not which cores. Narrowing
+	 * before the node choice would change cons_tres's best fit.
+	 */
+	if (rc == SLURM_SUCCESS && saved &&
+	    !(preemptees && *preemptees && list_count(*preemptees)) &&
+	    (steer_exc = k8s_steer_prepare(job_ptr, node_bitmap, base, &same)) &&
+	    same) {
+		/*
+		 * cons_tres's cores are already the engine's: a second test
+		 * would give them again, at the cost of one more walk over
+		 * every node's cores in cons_tres (its partition rows).
+		 */
+		debug2(PREFIX "%pJ: cons_tres's cores are the topology choice",
+		       job_ptr);
+		k8s_steer_chosen(job_ptr);
+	} else if (steer_exc) {
+		bitstr_t *chosen = bit_copy(node_bitmap);
+		rc = t->inner(t, steer_exc);
+		if (rc == SLURM_SUCCESS && bit_equal(node_bitmap, chosen)) {
+			k8s_steer_chosen(job_ptr);
+		} else {
+			/* cons_tres's own choice stands */
+			debug2(PREFIX "%pJ: topology choice refused by cons_tres, keeping its own",
+			       job_ptr);
+			bit_copybits(node_bitmap, saved);
+			if (preemptees)
+				FREE_NULL_LIST(*preemptees);
+			rc = t->inner(t, base);
+		}
+		FREE_NULL_BITMAP(chosen);
+	}
+	FREE_NULL_BITMAP(saved);
+	FREE_NULL_BITMAP(steer_exc);
+	FREE_NULL_BITMAP(k8s_exc);
+	return rc;
 }

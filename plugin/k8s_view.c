@@ -15,8 +15,8 @@
 #include "core/k8sdra_ctld.h"
 #include "k8s_nodes.h"
 #include "k8s_view.h"
+#include "k8s_log.h"
 
-#define PREFIX "select/k8s_cons_tres: "
 #define MAX_GPUS 64
 
 static bitstr_t *excl_cores;	/* cores Slurm must not use now */

@@ -6,7 +6,7 @@
 plugindir = $(PLUGINDIR)
 plugin_LTLIBRARIES = select_k8s_cons_tres.la
 select_k8s_cons_tres_la_SOURCES = \
-	plugin/slurm_compat.h \
+	plugin/slurm_compat.h plugin/k8s_log.h \
 	plugin/select_common.c plugin/select_common.h \
 	plugin/inner_select.c plugin/inner_select.h \
 	plugin/core_bridge.c plugin/core_bridge.h \
@@ -54,7 +54,7 @@ nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc
 # slurmstepd load every PrEp plugin too.
 plugin_LTLIBRARIES += prep_k8s_cons_tres.la
 prep_k8s_cons_tres_la_SOURCES = plugin/prep_k8s_cons_tres.c plugin/k8s_gate_api.h \
-	plugin/slurm_compat.h
+	plugin/slurm_compat.h plugin/k8s_log.h
 prep_k8s_cons_tres_la_CPPFLAGS = $(select_k8s_cons_tres_la_CPPFLAGS)
 prep_k8s_cons_tres_la_CFLAGS = $(select_k8s_cons_tres_la_CFLAGS)
 prep_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \

@@ -26,6 +26,7 @@
 #include "k8s_gate_api.h"
 
 #define PREFIX "prep/k8s_cons_tres: "
+#include "k8s_log.h"
 
 const char plugin_name[] = "Launch gate of select/k8s_cons_tres";
 const char plugin_type[] = "prep/k8s_cons_tres";

@@ -4,9 +4,10 @@
  * init/fini, the entry points every supported release has with the same
  * arguments, those that several ABI families have alike (job_test with a
  * resv_exc_t from 23.11 on, and what 25.05 dropped: state save, steps, node
- * and job info), and the job_test logic every family's select_p_job_test
- * comes to. The entry points only one family has, and plugin_id, are in
- * that family's adapter (select_22_05.c, select_23_11.c, select_25_05.c).
+ * and job info). Each only forwards: the job_test logic every family's
+ * select_p_job_test comes to is k8s_steer.c's (k8s_select_job_test). The
+ * entry points only one family has, and plugin_id, are in that family's
+ * adapter (select_22_05.c, select_23_11.c, select_25_05.c).
  *
  * The name contains "cons_tres" on purpose: Slurm tests SelectType for that
  * substring to enable GRES, dynamic node and MaxNodeCount handling (22.05
@@ -81,81 +82,6 @@ extern int select_p_node_init(void)
 	k8s_view_reset();
 	k8s_steer_reset();
 	return k8s_inner->common.node_init();
-}
-
-extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap)
-{
-	/*
-	 * What Kubernetes holds is kept out when the job is to run now or
-	 * later (backfill), never in TEST_ONLY: a job that fits the node once
-	 * the pods are gone must stay pending, not be rejected.
-	 */
-	job_record_t *job_ptr = t->job_ptr;
-	bitstr_t *node_bitmap = t->node_bitmap;
-	list_t **preemptees = t->preemptee_job_list;
-	bitstr_t *k8s_exc = NULL, *steer_exc = NULL, *saved = NULL;
-	bitstr_t *base = exc_core_bitmap;
-	bool same = false;
-	int rc;
-
-	if (t->mode != SELECT_MODE_TEST_ONLY) {
-		bitstr_t *unmarked;
-		if (k8s_view_refresh())
-			k8s_gpu_sync();
-		else
-			k8s_gpu_sync_pending();
-		/* Fail closed: pod GPUs we cannot mark keep GPU jobs away. */
-		if ((unmarked = k8s_gpu_unmarked()) &&
-		    k8s_gpu_gres(job_ptr->gres_list_req) &&
-		    bit_size(unmarked) == bit_size(node_bitmap))
-			bit_and_not(node_bitmap, unmarked);
-		if ((k8s_exc = k8s_view_exclude_cores(exc_core_bitmap)))
-			base = k8s_exc;
-	}
-	/*
-	 * cons_tres chooses the nodes by its own policy (weights, order,
-	 * best fit, ranges), with Kubernetes' devices kept out ...
-	 */
-	saved = t->mode == SELECT_MODE_RUN_NOW ? bit_copy(node_bitmap) : NULL;
-	rc = t->inner(t, base);
-	/*
-	 * ... then, for a job to start now on those very nodes, the engine
-	 * picks the cores and GPUs inside them (narrower exclusion). Only
-	 * RUN_NOW: backfill's WILL_RUN asks when, not which cores. Narrowing
-	 * before the node choice would change cons_tres's best fit.
-	 */
-	if (rc == SLURM_SUCCESS && saved &&
-	    !(preemptees && *preemptees && list_count(*preemptees)) &&
-	    (steer_exc = k8s_steer_prepare(job_ptr, node_bitmap, base, &same)) &&
-	    same) {
-		/*
-		 * cons_tres's cores are already the engine's: a second test
-		 * would give them again, at the cost of one more walk over
-		 * every node's cores in cons_tres (its partition rows).
-		 */
-		debug2("select/k8s_cons_tres: %pJ: cons_tres's cores are the topology choice",
-		       job_ptr);
-		k8s_steer_chosen(job_ptr);
-	} else if (steer_exc) {
-		bitstr_t *chosen = bit_copy(node_bitmap);
-		rc = t->inner(t, steer_exc);
-		if (rc == SLURM_SUCCESS && bit_equal(node_bitmap, chosen)) {
-			k8s_steer_chosen(job_ptr);
-		} else {
-			/* cons_tres's own choice stands */
-			debug2("select/k8s_cons_tres: %pJ: topology choice refused by cons_tres, keeping its own",
-			       job_ptr);
-			bit_copybits(node_bitmap, saved);
-			if (preemptees)
-				FREE_NULL_LIST(*preemptees);
-			rc = t->inner(t, base);
-		}
-		FREE_NULL_BITMAP(chosen);
-	}
-	FREE_NULL_BITMAP(saved);
-	FREE_NULL_BITMAP(steer_exc);
-	FREE_NULL_BITMAP(k8s_exc);
-	return rc;
 }
 
 #if K8S_SLURM_AT_LEAST(23, 11, 0)

@@ -48,7 +48,7 @@ struct k8s_job_test {
  * job_test with what Kubernetes holds kept out (RUN_NOW and WILL_RUN) and,
  * for RUN_NOW, the engine's topology choice inside cons_tres's nodes.
  * exc_core_bitmap: slurmctld's own cluster-wide exclusion, may be NULL;
- * every exclusion passed to t->inner contains it.
+ * every exclusion passed to t->inner contains it. In k8s_steer.c.
  */
 extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap);
 
