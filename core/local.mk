@@ -43,7 +43,7 @@ testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_capi_test.cc \
 	testsuite/unit/core_json_roundtrip_test.cc \
 	testsuite/unit/core_external_nodes_test.cc \
-	k8s_client/json.cc k8s_sync/slice_json.cc
+	k8s_client/json.cc k8s_client/string_pool.cc k8s_sync/slice_json.cc k8s_sync/compact_slice.cc
 testsuite_unit_core_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
 testsuite_unit_core_tests_LDADD = libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
 TESTS += testsuite/unit/core_tests
@@ -52,7 +52,7 @@ TESTS += testsuite/unit/core_tests
 noinst_PROGRAMS += testsuite/fixtures/k8sdra_fixture_gen
 testsuite_fixtures_k8sdra_fixture_gen_SOURCES = \
 	testsuite/fixtures/k8sdra_fixture_gen.cc \
-	k8s_client/json.cc k8s_sync/slice_json.cc
+	k8s_client/json.cc k8s_client/string_pool.cc k8s_sync/slice_json.cc k8s_sync/compact_slice.cc
 testsuite_fixtures_k8sdra_fixture_gen_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
 testsuite_fixtures_k8sdra_fixture_gen_LDADD = libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/slice_json.h"
 
+#include "k8s_sync/compact_slice.h"
+
 #include <type_traits>
 #include <variant>
 
@@ -90,32 +92,6 @@ std::vector<CounterConsumption> decodeConsumption(const Value &d) {
 }
 
 namespace {
-
-Device decodeDevice(const Value &d, const std::string &driver) {
-    if (!d.IsObject())
-        throw json::Error("device is not an object");
-    Device dev;
-    dev.name = json::getString(d, "name");
-    if (dev.name.empty())
-        throw json::Error("device without a name");
-    dev.allowMultipleAllocations = json::getBool(d, "allowMultipleAllocations");
-    if (const Value *attrs = json::member(d, "attributes"); attrs && attrs->IsObject()) {
-        for (auto it = attrs->MemberBegin(); it != attrs->MemberEnd(); ++it) {
-            std::string name = qualifyName(asString(it->name), driver);
-            AttrValue v = decodeAttrValue(it->value, name);
-            dev.attributes.emplace(std::move(name), std::move(v));
-        }
-    }
-    if (const Value *caps = json::member(d, "capacity"); caps && caps->IsObject()) {
-        for (auto it = caps->MemberBegin(); it != caps->MemberEnd(); ++it) {
-            std::string name = qualifyName(asString(it->name), driver);
-            dev.capacity.emplace(std::move(name), json::getString(it->value, "value"));
-        }
-    }
-    dev.taints = decodeTaints(d);
-    dev.consumesCounters = decodeConsumption(d);
-    return dev;
-}
 
 template <class T, class Put>
 void writeList(json::Writer &w, const char *form, const std::vector<T> &v, Put put) {
@@ -242,17 +218,8 @@ std::string qualifyName(const std::string &name, const std::string &driver) {
     return driver + "/" + name;
 }
 
-ResourceSlice decodeResourceSlice(const Value &obj) {
-    ResourceSlice s;
-    const Value &spec = decodeSliceHeader(obj, s);
-    if (const Value *devs = json::member(spec, "devices"); devs && devs->IsArray()) {
-        s.devices.reserve(devs->Size());
-        for (const Value &d : devs->GetArray())
-            s.devices.push_back(decodeDevice(d, s.driver));
-    }
-    s.sharedCounters = decodeSharedCounters(spec);
-    return s;
-}
+// One decoder: the compact form's, expanded (tools and tests want maps).
+ResourceSlice decodeResourceSlice(const Value &obj) { return decodeCompactSlice(obj).expand(); }
 
 ResourceSlice parseResourceSlice(const std::string &text) {
     rapidjson::Document doc;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// ResourceSlice (resource.k8s.io/v1) JSON <-> core/dra_types.h, both ways.
+// ResourceSlice (resource.k8s.io/v1) JSON <-> core/dra_types.h, both ways;
+// decoding goes through the one decoder, compact_slice.h's.
 // Bare attribute and capacity names are qualified with the driver's domain
 // when decoding ("cpuID" from driver "dra.cpu" becomes "dra.cpu/cpuID").
 #pragma once
