@@ -110,10 +110,10 @@ def test_a_list_with_one_plugindir_or_source_tree_is_refused(tmp_path):
 
 
 def _main_build_libs() -> str:
-    """The Slurm-free libraries of the build the tests run ($K8SDRA_BUILDDIR):
-    linking them keeps this test to the plugins' own sources."""
+    """The Slurm-free libraries of the build the tests run ($K8SDRA_BUILDDIR),
+    in link order: linking them keeps this test to the plugins' own sources."""
     build = Path(os.environ.get("K8SDRA_BUILDDIR") or TOP / "build")
-    libs = [build / "libk8sdra_client.la", build / "libk8sdra_core.la"]
+    libs = [build / "libk8sdra_sync.la", build / "libk8sdra_client.la", build / "libk8sdra_core.la"]
     if not all(p.is_file() for p in libs):
         pytest.skip(f"no built core and client libraries in {build}")
     return " ".join(map(str, libs))
