@@ -21,9 +21,9 @@ cd "$dir"
 # build (build/, when it is configured) instead of compiling them again.
 main="$top/build"
 if [ -f "$main/Makefile" ]; then
-	make -C "$main" -j"$(nproc)" libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la >/dev/null
+	make -C "$main" -j"$(nproc)" libk8s_cons_tres_sync.la libk8s_cons_tres_client.la libk8s_cons_tres_core.la >/dev/null
 	make -j"$(nproc)" select_k8s_cons_tres.la prep_k8s_cons_tres.la \
-		K8SDRA_LIBS="$main/libk8sdra_sync.la $main/libk8sdra_client.la $main/libk8sdra_core.la" >/dev/null
+		K8S_CONS_TRES_LIBS="$main/libk8s_cons_tres_sync.la $main/libk8s_cons_tres_client.la $main/libk8s_cons_tres_core.la" >/dev/null
 else
 	make -j"$(nproc)" select_k8s_cons_tres.la prep_k8s_cons_tres.la >/dev/null
 fi

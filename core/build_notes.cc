@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/build_notes.h"
 
-namespace k8sdra::detail {
+namespace k8s_cons_tres::detail {
 
 void Notes::add(const std::string &device, const std::string &what) {
     Seen &s = seen_[what];
@@ -23,4 +23,4 @@ std::vector<std::string> Notes::lines() const {
     return out;
 }
 
-}  // namespace k8sdra::detail
+}  // namespace k8s_cons_tres::detail

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::detail {
+namespace k8s_cons_tres::detail {
 
 class Notes {
 public:
@@ -24,4 +24,4 @@ private:
     std::vector<std::string> order_;
 };
 
-}  // namespace k8sdra::detail
+}  // namespace k8s_cons_tres::detail

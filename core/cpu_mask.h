@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 using Words = std::vector<uint64_t>;
 
@@ -51,4 +51,4 @@ void for_each_bit(const uint64_t *w, size_t n, F &&f) {
     }
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

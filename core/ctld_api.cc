@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// k8sdra_ctld.h: the scheduling path's questions, answered from the running
+// k8s_cons_tres_ctld.h: the scheduling path's questions, answered from the running
 // engine's current snapshot. Nothing throws past these functions.
 #include "core/engine.h"
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 
 #include <cstdio>
 #include <mutex>
@@ -19,7 +19,7 @@ void set_text(char *buf, size_t len, const std::string &text) {
 template <class F, class T>
 T setting(F field, T fallback) {
     try {
-        auto engine = k8sdra::running_engine();
+        auto engine = k8s_cons_tres::running_engine();
         const auto *c = engine ? engine->config() : nullptr;
         return c ? static_cast<T>(field(*c)) : fallback;
     } catch (...) {
@@ -35,15 +35,15 @@ bool copy_out(const std::vector<T> &from, T *to, size_t cap, size_t *n) {
     return true;
 }
 
-k8sdra::JobAlloc job_alloc(uint32_t job_id, const char *user, const char *external_comment,
-                          const struct k8sdra_job_node *nodes, size_t nnodes) {
-    k8sdra::JobAlloc job;
+k8s_cons_tres::JobAlloc job_alloc(uint32_t job_id, const char *user, const char *external_comment,
+                          const struct k8s_cons_tres_job_node *nodes, size_t nnodes) {
+    k8s_cons_tres::JobAlloc job;
     job.job_id = job_id;
     job.user = user ? user : "";
     job.external = external_comment != nullptr;
     job.admin_comment = external_comment ? external_comment : "";
     for (size_t i = 0; nodes && i < nnodes; ++i) {
-        k8sdra::JobNodeAlloc n;
+        k8s_cons_tres::JobNodeAlloc n;
         n.node = nodes[i].node ? nodes[i].node : "";
         n.cores.assign(nodes[i].cores, nodes[i].cores + nodes[i].ncores);
         n.gres.assign(nodes[i].gres, nodes[i].gres + nodes[i].ngres);
@@ -53,53 +53,53 @@ k8sdra::JobAlloc job_alloc(uint32_t job_id, const char *user, const char *extern
     return job;
 }
 
-// The list being built between k8sdra_jobs_known_begin() and _end().
+// The list being built between k8s_cons_tres_jobs_known_begin() and _end().
 std::mutex known_mu;
-std::vector<k8sdra::JobAlloc> known_jobs;
+std::vector<k8s_cons_tres::JobAlloc> known_jobs;
 
 }  // namespace
 
-extern "C" uint64_t k8sdra_view_generation(void) {
+extern "C" uint64_t k8s_cons_tres_view_generation(void) {
     try {
-        auto engine = k8sdra::running_engine();
+        auto engine = k8s_cons_tres::running_engine();
         return engine ? engine->generation() : 0;
     } catch (...) {
         return 0;
     }
 }
 
-extern "C" uint64_t k8sdra_view_node_stamp(const char *node) {
+extern "C" uint64_t k8s_cons_tres_view_node_stamp(const char *node) {
     try {
-        auto engine = k8sdra::running_engine();
+        auto engine = k8s_cons_tres::running_engine();
         return engine && node ? engine->node_stamp(node) : 0;
     } catch (...) {
         return UINT64_MAX;  // unknown: rebuild it
     }
 }
 
-extern "C" uint64_t k8sdra_view_full_stamp(void) {
+extern "C" uint64_t k8s_cons_tres_view_full_stamp(void) {
     try {
-        auto engine = k8sdra::running_engine();
+        auto engine = k8s_cons_tres::running_engine();
         return engine ? engine->full_stamp() : 0;
     } catch (...) {
         return UINT64_MAX;
     }
 }
 
-extern "C" const char *k8sdra_view_kubernetes_nodes(void) {
+extern "C" const char *k8s_cons_tres_view_kubernetes_nodes(void) {
     try {
         // The string lives in the engine's config; the engine lives until
-        // k8sdra_stop(), which slurmctld calls only from fini().
-        auto engine = k8sdra::running_engine();
+        // k8s_cons_tres_stop(), which slurmctld calls only from fini().
+        auto engine = k8s_cons_tres::running_engine();
         return engine && engine->config() ? engine->config()->kubernetes_nodes.c_str() : "";
     } catch (...) {
         return "";
     }
 }
 
-extern "C" uint32_t k8sdra_view_drain_after(void) {
+extern "C" uint32_t k8s_cons_tres_view_drain_after(void) {
     try {
-        auto engine = k8sdra::running_engine();
+        auto engine = k8s_cons_tres::running_engine();
         return engine && engine->config()
                    ? static_cast<uint32_t>(engine->config()->stale_after.count())
                    : 60;
@@ -108,19 +108,19 @@ extern "C" uint32_t k8sdra_view_drain_after(void) {
     }
 }
 
-extern "C" int k8sdra_view_node(const char *node, const struct k8sdra_slurm_node *slurm,
+extern "C" int k8s_cons_tres_view_node(const char *node, const struct k8s_cons_tres_slurm_node *slurm,
                                 int is_k8s, int *state, uint32_t *cores, size_t core_cap,
                                 size_t *ncores, uint32_t *gres, size_t gres_cap, size_t *ngres,
                                 char *reason, size_t reasonlen) {
     set_text(reason, reasonlen, "");
-    if (state) *state = K8SDRA_VIEW_NOT_K8S;
+    if (state) *state = K8S_CONS_TRES_VIEW_NOT_K8S;
     if (ncores) *ncores = 0;
     if (ngres) *ngres = 0;
     try {
-        if (!node || !state) return K8SDRA_EINVAL;
-        auto engine = k8sdra::running_engine();
-        if (!engine) return K8SDRA_OK;
-        k8sdra::SlurmNodeDef def;
+        if (!node || !state) return K8S_CONS_TRES_EINVAL;
+        auto engine = k8s_cons_tres::running_engine();
+        if (!engine) return K8S_CONS_TRES_OK;
+        k8s_cons_tres::SlurmNodeDef def;
         if (slurm)
             def = {slurm->sockets, slurm->cores_per_socket, slurm->threads_per_core, slurm->gpus};
         auto ex = engine->exclusion(node, slurm ? &def : nullptr, is_k8s != 0);
@@ -130,78 +130,78 @@ extern "C" int k8sdra_view_node(const char *node, const struct k8sdra_slurm_node
         const bool cores_fit = copy_out(ex.cores, cores, core_cap, ncores);
         const bool gres_fit = copy_out(ex.gres, gres, gres_cap, ngres);
         const bool fit = cores_fit && gres_fit;
-        return fit ? K8SDRA_OK : K8SDRA_EINVAL;
+        return fit ? K8S_CONS_TRES_OK : K8S_CONS_TRES_EINVAL;
     } catch (const std::exception &e) {
         set_text(reason, reasonlen, std::string("internal error: ") + e.what());
     } catch (...) {
         set_text(reason, reasonlen, "internal error");
     }
     // Fail closed: an error about a node makes it unusable, never free.
-    *state = K8SDRA_VIEW_UNAVAILABLE;
-    return K8SDRA_EINTERNAL;
+    *state = K8S_CONS_TRES_VIEW_UNAVAILABLE;
+    return K8S_CONS_TRES_EINTERNAL;
 }
 
-extern "C" int k8sdra_job_started(uint32_t job_id, const char *user, const char *external_comment,
-                                  const struct k8sdra_job_node *nodes, size_t nnodes,
+extern "C" int k8s_cons_tres_job_started(uint32_t job_id, const char *user, const char *external_comment,
+                                  const struct k8s_cons_tres_job_node *nodes, size_t nnodes,
                                   char *err, size_t errlen) {
     set_text(err, errlen, "");
     try {
-        if (auto engine = k8sdra::running_engine())
+        if (auto engine = k8s_cons_tres::running_engine())
             engine->job_started(job_alloc(job_id, user, external_comment, nodes, nnodes));
-        return K8SDRA_OK;
+        return K8S_CONS_TRES_OK;
     } catch (const std::exception &e) {
         set_text(err, errlen, std::string("cannot queue the claims: ") + e.what());
     } catch (...) {
         set_text(err, errlen, "cannot queue the claims");
     }
-    return K8SDRA_EINTERNAL;
+    return K8S_CONS_TRES_EINTERNAL;
 }
 
-extern "C" int k8sdra_job_ended(uint32_t job_id) {
+extern "C" int k8s_cons_tres_job_ended(uint32_t job_id) {
     try {
-        if (auto engine = k8sdra::running_engine()) engine->job_ended(job_id);
-        return K8SDRA_OK;
+        if (auto engine = k8s_cons_tres::running_engine()) engine->job_ended(job_id);
+        return K8S_CONS_TRES_OK;
     } catch (...) {
-        return K8SDRA_EINTERNAL;
+        return K8S_CONS_TRES_EINTERNAL;
     }
 }
 
-extern "C" int k8sdra_job_gate(uint32_t job_id, struct k8sdra_gate *out) {
-    if (!out) return K8SDRA_EINVAL;
+extern "C" int k8s_cons_tres_job_gate(uint32_t job_id, struct k8s_cons_tres_gate *out) {
+    if (!out) return K8S_CONS_TRES_EINVAL;
     *out = {};
     try {
-        auto engine = k8sdra::running_engine();
-        if (!engine) return K8SDRA_OK;
+        auto engine = k8s_cons_tres::running_engine();
+        if (!engine) return K8S_CONS_TRES_OK;
         const auto g = engine->gate(job_id);
         out->kind = static_cast<int>(g.kind);  // the enums list the same kinds in the same order
         out->ready = g.ready;
         out->total = g.total;
         set_text(out->why, sizeof out->why, g.why);
-        return K8SDRA_OK;
+        return K8S_CONS_TRES_OK;
     } catch (const std::exception &e) {
         set_text(out->why, sizeof out->why, std::string("internal error: ") + e.what());
     } catch (...) {
         set_text(out->why, sizeof out->why, "internal error");
     }
-    out->kind = K8SDRA_GATE_WAIT;  // fail closed: in doubt, the job does not start yet
-    return K8SDRA_EINTERNAL;
+    out->kind = K8S_CONS_TRES_GATE_WAIT;  // fail closed: in doubt, the job does not start yet
+    return K8S_CONS_TRES_EINTERNAL;
 }
 
-extern "C" int k8sdra_gate_mode(void) {
-    return setting([](const k8sdra::PluginConfig &c) { return c.launch_gate; }, 0);
+extern "C" int k8s_cons_tres_gate_mode(void) {
+    return setting([](const k8s_cons_tres::PluginConfig &c) { return c.launch_gate; }, 0);
 }
 
-extern "C" uint32_t k8sdra_gate_requeues(void) {
-    return setting([](const k8sdra::PluginConfig &c) { return c.launch_gate_requeues; },
-                   k8sdra::PluginConfig{}.launch_gate_requeues);
+extern "C" uint32_t k8s_cons_tres_gate_requeues(void) {
+    return setting([](const k8s_cons_tres::PluginConfig &c) { return c.launch_gate_requeues; },
+                   k8s_cons_tres::PluginConfig{}.launch_gate_requeues);
 }
 
-extern "C" uint32_t k8sdra_gate_timeout(void) {
-    return setting([](const k8sdra::PluginConfig &c) { return c.launch_gate_timeout.count(); },
-                   static_cast<uint32_t>(k8sdra::PluginConfig{}.launch_gate_timeout.count()));
+extern "C" uint32_t k8s_cons_tres_gate_timeout(void) {
+    return setting([](const k8s_cons_tres::PluginConfig &c) { return c.launch_gate_timeout.count(); },
+                   static_cast<uint32_t>(k8s_cons_tres::PluginConfig{}.launch_gate_timeout.count()));
 }
 
-extern "C" void k8sdra_jobs_known_begin(void) {
+extern "C" void k8s_cons_tres_jobs_known_begin(void) {
     try {
         std::lock_guard lock(known_mu);
         known_jobs.clear();
@@ -209,40 +209,40 @@ extern "C" void k8sdra_jobs_known_begin(void) {
     }
 }
 
-extern "C" int k8sdra_jobs_known_add(uint32_t job_id, const char *user, const char *external_comment,
-                                     const struct k8sdra_job_node *nodes, size_t nnodes) {
+extern "C" int k8s_cons_tres_jobs_known_add(uint32_t job_id, const char *user, const char *external_comment,
+                                     const struct k8s_cons_tres_job_node *nodes, size_t nnodes) {
     try {
         std::lock_guard lock(known_mu);
         known_jobs.push_back(job_alloc(job_id, user, external_comment, nodes, nnodes));
-        return K8SDRA_OK;
+        return K8S_CONS_TRES_OK;
     } catch (...) {
-        return K8SDRA_EINTERNAL;
+        return K8S_CONS_TRES_EINTERNAL;
     }
 }
 
-extern "C" void k8sdra_jobs_known_end(void) {
+extern "C" void k8s_cons_tres_jobs_known_end(void) {
     try {
-        std::vector<k8sdra::JobAlloc> jobs;
+        std::vector<k8s_cons_tres::JobAlloc> jobs;
         {
             std::lock_guard lock(known_mu);
             jobs.swap(known_jobs);
         }
-        if (auto engine = k8sdra::running_engine()) engine->jobs_known(std::move(jobs));
+        if (auto engine = k8s_cons_tres::running_engine()) engine->jobs_known(std::move(jobs));
     } catch (...) {
     }
 }
 
-extern "C" int k8sdra_choose(const char *node, uint32_t cpus, uint32_t threads_per_core,
+extern "C" int k8s_cons_tres_choose(const char *node, uint32_t cpus, uint32_t threads_per_core,
                              uint32_t gpus, const uint32_t *busy_cores, size_t nbusy,
-                             uint64_t busy_gres, struct k8sdra_choice *out) {
-    if (!out) return K8SDRA_EINVAL;
+                             uint64_t busy_gres, struct k8s_cons_tres_choice *out) {
+    if (!out) return K8S_CONS_TRES_EINVAL;
     out->fits = 0;
     out->ncores = out->ngres = 0;
     set_text(out->reason, sizeof out->reason, "");
     try {
-        auto engine = k8sdra::running_engine();
-        if (!node || !engine) return K8SDRA_EINVAL;
-        k8sdra::Request req;
+        auto engine = k8s_cons_tres::running_engine();
+        if (!node || !engine) return K8S_CONS_TRES_EINVAL;
+        k8s_cons_tres::Request req;
         req.cpus = cpus;
         req.whole_cores = true;
         req.threads_per_core = threads_per_core;
@@ -256,29 +256,29 @@ extern "C" int k8sdra_choose(const char *node, uint32_t cpus, uint32_t threads_p
         const bool gres_fit = copy_out(c.gres, out->gres, out->gres_cap, &out->ngres);
         const bool fit = cores_fit && gres_fit;
         out->fits = c.fits && fit;
-        return fit ? K8SDRA_OK : K8SDRA_EINVAL;
+        return fit ? K8S_CONS_TRES_OK : K8S_CONS_TRES_EINVAL;
     } catch (const std::exception &e) {
         set_text(out->reason, sizeof out->reason, std::string("internal error: ") + e.what());
     } catch (...) {
         set_text(out->reason, sizeof out->reason, "internal error");
     }
-    return K8SDRA_EINTERNAL;
+    return K8S_CONS_TRES_EINTERNAL;
 }
 
-extern "C" void k8sdra_set_gate_notify(void (*notify)(void)) { k8sdra::set_gate_notify(notify); }
+extern "C" void k8s_cons_tres_set_gate_notify(void (*notify)(void)) { k8s_cons_tres::set_gate_notify(notify); }
 
-extern "C" void k8sdra_standby(void) {
+extern "C" void k8s_cons_tres_standby(void) {
     try {
-        if (auto engine = k8sdra::running_engine()) engine->standby();
+        if (auto engine = k8s_cons_tres::running_engine()) engine->standby();
     } catch (...) {
         // never past the C ABI
     }
 }
 
-static_assert(static_cast<int>(k8sdra::GateState::Kind::None) == K8SDRA_GATE_NONE &&
-              static_cast<int>(k8sdra::GateState::Kind::Wait) == K8SDRA_GATE_WAIT &&
-              static_cast<int>(k8sdra::GateState::Kind::Open) == K8SDRA_GATE_OPEN &&
-              static_cast<int>(k8sdra::GateState::Kind::Overlap) == K8SDRA_GATE_OVERLAP);
-static_assert(static_cast<int>(k8sdra::PluginConfig::LaunchGate::Off) == 0 &&
-              static_cast<int>(k8sdra::PluginConfig::LaunchGate::Claims) == 1 &&
-              static_cast<int>(k8sdra::PluginConfig::LaunchGate::Prepared) == 2);
+static_assert(static_cast<int>(k8s_cons_tres::GateState::Kind::None) == K8S_CONS_TRES_GATE_NONE &&
+              static_cast<int>(k8s_cons_tres::GateState::Kind::Wait) == K8S_CONS_TRES_GATE_WAIT &&
+              static_cast<int>(k8s_cons_tres::GateState::Kind::Open) == K8S_CONS_TRES_GATE_OPEN &&
+              static_cast<int>(k8s_cons_tres::GateState::Kind::Overlap) == K8S_CONS_TRES_GATE_OVERLAP);
+static_assert(static_cast<int>(k8s_cons_tres::PluginConfig::LaunchGate::Off) == 0 &&
+              static_cast<int>(k8s_cons_tres::PluginConfig::LaunchGate::Claims) == 1 &&
+              static_cast<int>(k8s_cons_tres::PluginConfig::LaunchGate::Prepared) == 2);

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 // One DRA attribute value: exactly one of int / bool / string / version,
 // or (Kubernetes 1.36, DRAListTypeAttributes) a list of one of those.
@@ -117,4 +117,4 @@ struct ClaimHolding {
     bool operator==(const ClaimHolding &) const = default;
 };
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 Engine::Engine(std::optional<PluginConfig> config, NowFn now)
     : config_(std::move(config)), now_(std::move(now)) {}
@@ -547,4 +547,4 @@ std::vector<ExtAction> Engine::external_plan(const std::vector<SlurmNodeState> &
     return plan_external_nodes(*kube, specs, have, max_actions, with_gres_conf);
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -27,7 +27,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 enum class ViewState { NotK8s = 0, Ready = 1, Unavailable = 2, Mismatch = 3 };
 
@@ -100,7 +100,7 @@ public:
     virtual GateState gate(uint32_t job_id) const = 0;
 };
 
-// The launch gate's waker (k8sdra_set_gate_notify): told, with no lock
+// The launch gate's waker (k8s_cons_tres_set_gate_notify): told, with no lock
 // held, that some job's gate has an answer now.
 void set_gate_notify(void (*notify)());
 void notify_gate_answer();
@@ -256,4 +256,4 @@ private:
 // The engine of the started core (lifecycle.cc), or null when stopped.
 std::shared_ptr<Engine> running_engine();
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 namespace {
 
@@ -202,4 +202,4 @@ std::vector<ExtAction> plan_external_nodes(const std::map<std::string, KubeNodeS
     return now;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

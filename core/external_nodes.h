@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 // What node discovery reads of a Kubernetes Node.
 struct KubeNodeState {
@@ -93,4 +93,4 @@ std::vector<ExtAction> plan_external_nodes(const std::map<std::string, KubeNodeS
                                            const std::vector<SlurmNodeState> &have, size_t max_actions,
                                            bool with_gres_conf);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

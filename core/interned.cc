@@ -4,7 +4,7 @@
 #include <mutex>
 #include <unordered_set>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 // Never shrinks: the values are bounded by the kinds of hardware seen.
@@ -20,4 +20,4 @@ const std::string *intern(const std::string &s) {
 IStr::IStr() : p_(intern(std::string())) {}
 IStr::IStr(const std::string &s) : p_(intern(s)) {}
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

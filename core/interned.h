@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 class IStr {
 public:
@@ -34,4 +34,4 @@ private:
 inline std::string operator+(const std::string &a, const IStr &b) { return a + b.str(); }
 inline std::string operator+(const IStr &a, const std::string &b) { return a.str() + b; }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 NodeView NodeEntry::view() const {
     NodeView v;
@@ -451,4 +451,4 @@ size_t Inventory::job_end(uint32_t job) {
     return n;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

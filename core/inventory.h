@@ -18,7 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 struct InventoryOptions {
     GresOrder gres_order = GresOrder::Minor;
@@ -173,4 +173,4 @@ std::string format_cpuset(std::vector<int32_t> ids);
 // "2-5,8,10-11" -> ids; false on bad syntax.
 bool parse_cpuset(const std::string &text, std::vector<int32_t> *ids);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <bit>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 std::string Holder::str() const {
     if (kind == Kind::Claim) return "claim " + claim;
@@ -200,4 +200,4 @@ uint64_t NodeLedger::held_gpus(Holder::Kind kind) const {
     return g;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 struct Holder {
     enum class Kind : uint8_t { Claim, Job };
@@ -103,4 +103,4 @@ private:
     static uint64_t next_stamp();
 };
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

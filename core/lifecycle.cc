@@ -6,7 +6,7 @@
 #include "k8s_config.h"
 #include "core/engine.h"
 #include "core/feed.h"
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 #include "core/plugin_config.h"
 
 #include <cstdio>
@@ -20,13 +20,13 @@
 namespace {
 
 struct Core {
-    std::shared_ptr<k8sdra::Engine> engine;
-    std::unique_ptr<k8sdra::Feed> feed;  // null: Kubernetes integration off
+    std::shared_ptr<k8s_cons_tres::Engine> engine;
+    std::unique_ptr<k8s_cons_tres::Feed> feed;  // null: Kubernetes integration off
 };
 
 // Production slurmctld exits without calling fini(): the plugin's threads
 // still run while static destructors would. So the lock and the core are
-// never destroyed at exit (the process ends them); only k8sdra_stop(),
+// never destroyed at exit (the process ends them); only k8s_cons_tres_stop(),
 // from fini(), takes the core down in order. Writes cut short by the exit
 // are left for reconciliation after the next start.
 std::mutex &g_mu = *new std::mutex;
@@ -37,7 +37,7 @@ void set_error(char *err, size_t errlen, const std::string &msg) {
 }
 
 // Reads the configuration; a missing file means integration off.
-bool read_config(const char *conf_path, std::optional<k8sdra::PluginConfig> *config,
+bool read_config(const char *conf_path, std::optional<k8s_cons_tres::PluginConfig> *config,
                  std::string *mode, std::string *error) {
     *mode = "Kubernetes integration off (no configuration)";
     if (!conf_path) return true;
@@ -46,7 +46,7 @@ bool read_config(const char *conf_path, std::optional<k8sdra::PluginConfig> *con
         *mode = "no " + path + ": Kubernetes integration is OFF, every node is scheduled as by select/cons_tres";
         return true;
     }
-    auto loaded = k8sdra::load_plugin_config(path);
+    auto loaded = k8s_cons_tres::load_plugin_config(path);
     if (!loaded.config) {
         *error = loaded.error;
         return false;
@@ -58,61 +58,61 @@ bool read_config(const char *conf_path, std::optional<k8sdra::PluginConfig> *con
 
 }  // namespace
 
-std::shared_ptr<k8sdra::Engine> k8sdra::running_engine() {
+std::shared_ptr<k8s_cons_tres::Engine> k8s_cons_tres::running_engine() {
     std::lock_guard lock(g_mu);
     return g_core ? g_core->engine : nullptr;
 }
 
-int k8sdra::start_core(const k8sdra_start_args *args, const FeedFactory &make_feed, char *err,
+int k8s_cons_tres::start_core(const k8s_cons_tres_start_args *args, const FeedFactory &make_feed, char *err,
                        size_t errlen) {
     set_error(err, errlen, "");
     try {
         std::lock_guard lock(g_mu);
         if (g_core) {
             set_error(err, errlen, "core already started");
-            return K8SDRA_ESTATE;
+            return K8S_CONS_TRES_ESTATE;
         }
-        const k8sdra_log_fn log = args ? args->log : nullptr;
-        std::optional<k8sdra::PluginConfig> config;
+        const k8s_cons_tres_log_fn log = args ? args->log : nullptr;
+        std::optional<k8s_cons_tres::PluginConfig> config;
         std::string mode, error;
         if (!read_config(args ? args->conf_path : nullptr, &config, &mode, &error)) {
             set_error(err, errlen, error);
-            return K8SDRA_EINVAL;
+            return K8S_CONS_TRES_EINVAL;
         }
         if (config && config->cluster_label.empty())
             config->cluster_label = args && args->cluster_name ? args->cluster_name : "slurm";
         if (config && args && args->state_dir) config->state_dir = args->state_dir;
         if (config && args) config->replaced_pid = args->replaced_pid;
         auto core = std::make_unique<Core>();
-        core->engine = std::make_shared<k8sdra::Engine>(std::move(config));
+        core->engine = std::make_shared<k8s_cons_tres::Engine>(std::move(config));
         if (core->engine->integration_on()) {
             if (!make_feed) {
                 set_error(err, errlen, "this build has no Kubernetes client to feed the core");
-                return K8SDRA_EINVAL;
+                return K8S_CONS_TRES_EINVAL;
             }
             // DebugLevel= filters the core's own lines before Slurm's level does.
             const int max_level = core->engine->config()->log_level;
-            k8sdra::FeedLog feed_log = [log, max_level](int level, const std::string &msg) {
+            k8s_cons_tres::FeedLog feed_log = [log, max_level](int level, const std::string &msg) {
                 if (log && level <= max_level) log(level, msg.c_str());
             };
             core->feed = make_feed(core->engine, feed_log, &error);
             if (!core->feed) {
                 set_error(err, errlen, error);
-                return K8SDRA_EINVAL;
+                return K8S_CONS_TRES_EINVAL;
             }
         }
         g_core = core.release();
-        if (log) log(K8SDRA_LOG_INFO, (std::string("core ") + k8sdra_version() + " started; " + mode).c_str());
-        return K8SDRA_OK;
+        if (log) log(K8S_CONS_TRES_LOG_INFO, (std::string("core ") + k8s_cons_tres_version() + " started; " + mode).c_str());
+        return K8S_CONS_TRES_OK;
     } catch (const std::exception &e) {
         set_error(err, errlen, std::string("core start failed: ") + e.what());
     } catch (...) {
         set_error(err, errlen, "core start failed: unknown error");
     }
-    return K8SDRA_EINTERNAL;
+    return K8S_CONS_TRES_EINTERNAL;
 }
 
-extern "C" void k8sdra_stop(void) {
+extern "C" void k8s_cons_tres_stop(void) {
     try {
         std::unique_ptr<Core> core;
         {
@@ -126,7 +126,7 @@ extern "C" void k8sdra_stop(void) {
     }
 }
 
-extern "C" int k8sdra_running(void) {
+extern "C" int k8s_cons_tres_running(void) {
     try {
         std::lock_guard lock(g_mu);
         return g_core ? 1 : 0;
@@ -135,4 +135,4 @@ extern "C" int k8sdra_running(void) {
     }
 }
 
-extern "C" const char *k8sdra_version(void) { return PACKAGE_VERSION; }
+extern "C" const char *k8s_cons_tres_version(void) { return PACKAGE_VERSION; }

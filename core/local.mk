@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # (seeded by the lead; owned by the core)
 # core/: DRA topology model, ledger, placement, the engine and its C ABI
-# (k8sdra.h, k8sdra_ctld.h): only what slurmctld runs, no hwloc. Its Catch2
+# (k8s_cons_tres.h, k8s_cons_tres_ctld.h): only what slurmctld runs, no hwloc. Its Catch2
 # tests, fixture tool and benchmark link testsuite/support/ as well.
-noinst_LTLIBRARIES += libk8sdra_core.la
-libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
+noinst_LTLIBRARIES += libk8s_cons_tres_core.la
+libk8s_cons_tres_core_la_SOURCES = core/k8s_cons_tres.h core/dra_types.h core/lifecycle.cc \
 	core/plugin_config.cc core/plugin_config.h \
 	core/engine.cc core/engine.h core/feed.h \
-	core/ctld_api.cc core/k8sdra_ctld.h \
+	core/ctld_api.cc core/k8s_cons_tres_ctld.h \
 	core/discovery_api.cc core/external_nodes.cc core/external_nodes.h \
 	core/cpu_mask.h \
 	core/build_notes.cc core/build_notes.h \
@@ -25,11 +25,11 @@ libk8sdra_core_la_SOURCES = core/k8sdra.h core/dra_types.h core/lifecycle.cc \
 	core/topology_build_attrs.cc core/topology_build_attrs.h \
 	core/topology_build_gpu.cc \
 	core/topology_reserved.cc core/topology_reserved.h
-libk8sdra_core_la_CXXFLAGS = $(AM_CXXFLAGS)
-libk8sdra_core_la_LIBADD = $(PTHREAD_LIBS)
+libk8s_cons_tres_core_la_CXXFLAGS = $(AM_CXXFLAGS)
+libk8s_cons_tres_core_la_LIBADD = $(PTHREAD_LIBS)
 
 # The JSON round trip uses the client's ResourceSlice codec, compiled in
-# directly so these tests do not depend on how libk8sdra_client is built.
+# directly so these tests do not depend on how libk8s_cons_tres_client is built.
 check_PROGRAMS += testsuite/unit/core_tests
 testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_test_util.h \
@@ -45,19 +45,19 @@ testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_external_nodes_test.cc \
 	k8s_client/json.cc k8s_client/string_pool.cc k8s_sync/slice_json.cc k8s_sync/compact_slice.cc
 testsuite_unit_core_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
-testsuite_unit_core_tests_LDADD = libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_unit_core_tests_LDADD = libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
 TESTS += testsuite/unit/core_tests
 
 # Fixture generator: hwloc topology -> ResourceSlices JSON (or --summary).
-noinst_PROGRAMS += testsuite/fixtures/k8sdra_fixture_gen
-testsuite_fixtures_k8sdra_fixture_gen_SOURCES = \
-	testsuite/fixtures/k8sdra_fixture_gen.cc \
+noinst_PROGRAMS += testsuite/fixtures/k8s_cons_tres_fixture_gen
+testsuite_fixtures_k8s_cons_tres_fixture_gen_SOURCES = \
+	testsuite/fixtures/k8s_cons_tres_fixture_gen.cc \
 	k8s_client/json.cc k8s_client/string_pool.cc k8s_sync/slice_json.cc k8s_sync/compact_slice.cc
-testsuite_fixtures_k8sdra_fixture_gen_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-testsuite_fixtures_k8sdra_fixture_gen_LDADD = libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_fixtures_k8s_cons_tres_fixture_gen_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
+testsuite_fixtures_k8s_cons_tres_fixture_gen_LDADD = libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
 
 # Benchmark (not a test): make testsuite/bench/bench_placement
 EXTRA_PROGRAMS += testsuite/bench/bench_placement
 testsuite_bench_bench_placement_SOURCES = testsuite/bench/bench_placement.cc
 testsuite_bench_bench_placement_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-testsuite_bench_bench_placement_LDADD = libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_bench_bench_placement_LDADD = libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)

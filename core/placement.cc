@@ -12,7 +12,7 @@
 #include <array>
 #include <bit>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 constexpr uint32_t kMaxCap = 8;  // threads per core, checked by the builder
@@ -628,4 +628,4 @@ NodeScore score_node(const NodeView &node, const Request &req, const SearchOptio
     return {p.fits, p.score};
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 // A new field must also go into placement_inputs() (placement_key.h).
 struct Request {
@@ -114,4 +114,4 @@ struct NodeScore {
 
 // What place() would return as fits and score, without choosing devices.
 NodeScore score_node(const NodeView &node, const Request &req, const SearchOptions &opts = {});
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 template <class V>
 class PlacementCache {
@@ -71,4 +71,4 @@ private:
     std::unordered_map<PlacementKey, Entry, PlacementKeyHash> young_, old_;
 };
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

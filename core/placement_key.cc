@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/placement_key.h"
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 uint64_t hash_words(const std::vector<uint64_t> &words) {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -18,4 +18,4 @@ PlacementKey::PlacementKey(const NodeView &v, const Request &req, const SearchOp
     hash_ = hash_words(words_);
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 // Calls emit(uint64_t) with each word placement depends on, in order.
 template <class Emit>
@@ -65,4 +65,4 @@ struct PlacementKeyHash {
     size_t operator()(const PlacementKey &k) const { return k.hash(); }
 };
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -8,7 +8,7 @@
 #include <functional>
 #include <sstream>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 std::string trim(std::string s) {
@@ -285,4 +285,4 @@ ConfigResult load_plugin_config(const std::string &path) {
     return parse_plugin_config(buf.str(), path);
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

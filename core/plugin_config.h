@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 struct PluginConfig {
     // Where the API server is: a kubeconfig, or in-cluster service account,
@@ -108,4 +108,4 @@ ConfigResult parse_plugin_config(const std::string &text, const std::string &pat
 // decides whether that means "run as plain cons_tres".
 ConfigResult load_plugin_config(const std::string &path);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/pool_select.h"
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 std::map<std::string, NodeSlices> select_pools(const std::vector<ResourceSlice> &slices) {
     std::vector<const ResourceSlice *> all;
@@ -11,4 +11,4 @@ std::map<std::string, NodeSlices> select_pools(const std::vector<ResourceSlice> 
     return select_pools_of(all);
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 template <class Slice>
 struct NodeSlicesOf {
@@ -68,4 +68,4 @@ std::map<std::string, NodeSlicesOf<Slice>> select_pools_of(const std::vector<con
 // Pointers into `slices`.
 std::map<std::string, NodeSlices> select_pools(const std::vector<ResourceSlice> &slices);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

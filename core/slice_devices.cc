@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/slice_devices.h"
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 std::optional<AttrValue> PlainSliceDevices::attribute(size_t i, const std::string &qualified) const {
     const auto &attrs = s_.devices[i].attributes;
@@ -17,4 +17,4 @@ const std::string *PlainSliceDevices::capacity(size_t i, const std::string &qual
     return it == caps.end() ? nullptr : &it->second;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

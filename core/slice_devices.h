@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 class SliceDevices {
 public:
@@ -59,4 +59,4 @@ private:
     const ResourceSlice &s_;
 };
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

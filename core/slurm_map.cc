@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/slurm_map.h"
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 SlurmNodeDef slurm_view(const NodeTopology &t) {
     SlurmNodeDef v;
@@ -54,4 +54,4 @@ std::optional<uint32_t> cpu_of_slurm_core(const CpuTopology &t, uint32_t core,
     return t.cores[core].first_cpu + thread;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

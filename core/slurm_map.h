@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 // What slurm.conf / gres.conf say about the node.
 struct SlurmNodeDef {
@@ -33,4 +33,4 @@ inline uint32_t slurm_core_of(const CpuTopology &t, uint32_t cpu) { return t.cpu
 std::optional<uint32_t> cpu_of_slurm_core(const CpuTopology &t, uint32_t core,
                                           uint32_t thread);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

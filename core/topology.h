@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 inline constexpr int32_t kUnknown = -1;
 
@@ -151,4 +151,4 @@ struct NodeTopology {
 // partition of; -1 when the node has no such device.
 int gpu_index_of(const NodeTopology &t, const std::string &driver, const std::string &device);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

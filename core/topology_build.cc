@@ -12,7 +12,7 @@
 #include <set>
 #include <tuple>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 using namespace detail;
@@ -493,4 +493,4 @@ BuildResult build_node_topology(const std::string &node,
     return build_node_topology(node, build_cpu_part(devices, opts), devices, opts);
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

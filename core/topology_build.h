@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 inline constexpr const char *kCpuDriver = "dra.cpu";
 inline constexpr const char *kNvidiaDriver = "gpu.nvidia.com";
@@ -90,4 +90,4 @@ BuildResult build_node_topology(const std::string &node, const CpuPart &cpu,
 // sorts them into GRES order. Shared by the builder and by tests.
 void attach_gpus(NodeTopology &t, GresOrder order);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace detail {
 
 template <class T, class L>
@@ -101,4 +101,4 @@ std::string taint_reason(const DeviceTaint &t) {
 
 }  // namespace detail
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

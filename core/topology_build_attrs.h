@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::detail {
+namespace k8s_cons_tres::detail {
 
 inline constexpr const char *kNumaAttr = "resource.kubernetes.io/numaNode";
 inline constexpr const char *kPciBusAttr = "resource.kubernetes.io/pciBusID";
@@ -69,4 +69,4 @@ bool read_gpus(const std::vector<const SliceDevices *> &slices, const BuildOptio
 // without a usable NUMA attribute; notes the GPUs left unknown.
 void resolve_gpu_affinity(NodeTopology &t, Notes &notes);
 
-}  // namespace k8sdra::detail
+}  // namespace k8s_cons_tres::detail

@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-namespace k8sdra::detail {
+namespace k8s_cons_tres::detail {
 namespace {
 
 // N of "gpu-N" or "gpu-N-<rest>", with rest ("" for "gpu-N").
@@ -186,4 +186,4 @@ void resolve_gpu_affinity(NodeTopology &t, Notes &notes) {
     }
 }
 
-}  // namespace k8sdra::detail
+}  // namespace k8s_cons_tres::detail

@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 size_t add_reserved_placeholders(std::vector<RawCpu> &cpus) {
     // (socket, core) -> its CPUs; and every core id any socket has
@@ -57,4 +57,4 @@ std::vector<uint32_t> reserved_cpu_indices(const CpuTopology &t) {
     return out;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -10,7 +10,7 @@
 
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 inline constexpr const char *kReservedReason = "reserved by the dra.cpu driver (not published)";
 
@@ -23,4 +23,4 @@ size_t add_reserved_placeholders(std::vector<RawCpu> &cpus);
 // The model indices of placeholders: CPUs with a negative id.
 std::vector<uint32_t> reserved_cpu_indices(const CpuTopology &t);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

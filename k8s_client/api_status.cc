@@ -3,7 +3,7 @@
 
 #include "k8s_client/json.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 std::string ApiStatus::summary() const {
     std::string s = reason.empty() ? "HTTP " + std::to_string(code) : reason;
@@ -54,4 +54,4 @@ ApiStatus parseApiStatus(long httpStatus, const std::string &body) {
     return st;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

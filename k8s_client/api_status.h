@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 struct StatusCause {
     std::string reason, message, field;
@@ -23,4 +23,4 @@ struct ApiStatus {
 // Parses a Status body; tolerates non-JSON bodies (message = raw text).
 ApiStatus parseApiStatus(long httpStatus, const std::string &body);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

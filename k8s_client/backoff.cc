@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <random>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 double defaultRandom() {
     thread_local std::mt19937_64 gen{std::random_device{}()};
@@ -37,4 +37,4 @@ void Backoff::reset() {
     last_.reset();
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

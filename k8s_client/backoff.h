@@ -8,7 +8,7 @@
 #include <functional>
 #include <optional>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class Backoff {
 public:
@@ -45,4 +45,4 @@ private:
 // Default random source: a thread-local PRNG.
 double defaultRandom();
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 [[noreturn]] void fail(const std::string &file, const std::string &key,
@@ -276,4 +276,4 @@ Config loadInCluster(const std::string &dir, const EnvLookup &env) {
     return c;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

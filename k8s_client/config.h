@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class ConfigError : public std::runtime_error {
 public:
@@ -52,4 +52,4 @@ std::string base64Decode(const std::string &in);
 std::string readFileFor(const std::string &path, const std::string &source,
                         const std::string &key, const std::string &fix);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -15,7 +15,7 @@
 #include <string>
 #include <unordered_map>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 template <class T>
 class CowMap {
@@ -145,4 +145,4 @@ private:
     size_t size_ = 0;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 std::once_flag gCurlInit;
@@ -307,4 +307,4 @@ std::string Client::describe(const HttpResponse &r, const std::string &what) con
     return m.str();
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

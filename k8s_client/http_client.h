@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // Supplies the bearer token; re-reads tokenFile when it changes on disk
 // (projected service-account tokens rotate). Thread-safe.
@@ -90,4 +90,4 @@ private:
 // Percent-encodes a query parameter value.
 std::string urlEncode(const std::string &v);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

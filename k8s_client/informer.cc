@@ -9,7 +9,7 @@
 #include <future>
 #include <system_error>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 Informer::Informer(std::shared_ptr<const Config> cfg, std::shared_ptr<TokenSource> token,
                    ClientOptions copts, InformerOptions opts, std::shared_ptr<Stopper> stop,
@@ -278,4 +278,4 @@ Informer::WatchEnd Informer::watch(Client &c, std::string &rv) {
     return WatchEnd::Closed;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // Receives decoded objects; called on the informer's thread only.
 class InformerHandler {
@@ -107,4 +107,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

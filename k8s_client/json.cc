@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_client/json.h"
 
-namespace k8sdra::json {
+namespace k8s_cons_tres::json {
 
 const rapidjson::Value *member(const rapidjson::Value &obj, const char *key) {
     if (!obj.IsObject())
@@ -125,4 +125,4 @@ void parseInsitu(rapidjson::Document &doc, std::string &buffer) {
     run<rapidjson::kParseInsituFlag>(doc, in);
 }
 
-}  // namespace k8sdra::json
+}  // namespace k8s_cons_tres::json

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace k8sdra::json {
+namespace k8s_cons_tres::json {
 
 // Thrown for malformed JSON and for JSON of the wrong shape.
 class Error : public std::runtime_error {
@@ -16,7 +16,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-}  // namespace k8sdra::json
+}  // namespace k8s_cons_tres::json
 
 #ifdef RAPIDJSON_ASSERT
 #error "k8s_client/json.h must be the first to define RAPIDJSON_ASSERT"
@@ -24,7 +24,7 @@ public:
 #define RAPIDJSON_ASSERT(x)                                                   \
     do {                                                                      \
         if (!(x))                                                             \
-            throw ::k8sdra::json::Error("JSON assertion failed: " #x);        \
+            throw ::k8s_cons_tres::json::Error("JSON assertion failed: " #x);        \
     } while (0)
 // Exceptions are thrown from destructor-free paths only; keep RapidJSON from
 // marking its functions noexcept around the assertion.
@@ -41,7 +41,7 @@ public:
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-namespace k8sdra::json {
+namespace k8s_cons_tres::json {
 
 // Typed accessors that throw json::Error with the path of what was missing.
 const rapidjson::Value *member(const rapidjson::Value &obj, const char *key);
@@ -81,4 +81,4 @@ inline void kv(Writer &w, const char *k, const std::string &v) {
     str(w, v);
 }
 
-}  // namespace k8sdra::json
+}  // namespace k8s_cons_tres::json

@@ -3,7 +3,7 @@
 
 #include "k8s_client/json.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 bool JsonStreamSplitter::next(std::string &out) {
     for (; scan_ < buf_.size(); ++scan_) {
@@ -55,4 +55,4 @@ bool JsonStreamSplitter::next(std::string &out) {
     return false;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class JsonStreamSplitter {
 public:
@@ -29,4 +29,4 @@ private:
     size_t objStart_ = std::string::npos;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 // SAX events of the page's top-level object until its metadata has ended
@@ -90,4 +90,4 @@ std::optional<std::string> peekContinue(const std::string &page) {
     return scan.result();
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // metadata.continue of a list page ("" on the last page), or nullopt when it
 // cannot be known without reading the items (metadata after them, bad JSON).
 // The same value json::getString(metadata, "continue") gives on the page.
 std::optional<std::string> peekContinue(const std::string &page);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # k8s_client/: the generic Kubernetes REST client (libcurl + RapidJSON +
 # yaml-cpp: HTTP, kubeconfig, informers, list/watch, JSON, backoff).
-noinst_LTLIBRARIES += libk8sdra_client.la
-libk8sdra_client_la_SOURCES = \
+noinst_LTLIBRARIES += libk8s_cons_tres_client.la
+libk8s_cons_tres_client_la_SOURCES = \
 	k8s_client/api_status.cc k8s_client/api_status.h \
 	k8s_client/backoff.cc k8s_client/backoff.h \
 	k8s_client/config.cc k8s_client/config.h \
@@ -17,6 +17,6 @@ libk8sdra_client_la_SOURCES = \
 	k8s_client/thread_name.h \
 	k8s_client/stopper.h
 # Knows nothing of core/ or k8s_sync/ (build-aux/check-layout.sh checks it).
-libk8sdra_client_la_CXXFLAGS = $(AM_CXXFLAGS) $(CURL_CFLAGS) $(YAMLCPP_CFLAGS)
-libk8sdra_client_la_LIBADD = $(CURL_LIBS) $(YAMLCPP_LIBS) $(PTHREAD_LIBS)
+libk8s_cons_tres_client_la_CXXFLAGS = $(AM_CXXFLAGS) $(CURL_CFLAGS) $(YAMLCPP_CFLAGS)
+libk8s_cons_tres_client_la_LIBADD = $(CURL_LIBS) $(YAMLCPP_LIBS) $(PTHREAD_LIBS)
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 enum class LogLevel { Error = 0, Info = 1, Verbose = 2, Debug = 3 };
 
@@ -31,4 +31,4 @@ private:
     std::string prefix_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -8,7 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class Stopper {
 public:
@@ -33,4 +33,4 @@ private:
     std::condition_variable cv_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

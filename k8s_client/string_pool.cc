@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 StringPool &StringPool::instance() {
     static StringPool *pool = new StringPool();  // never destroyed: ids outlive statics
@@ -42,4 +42,4 @@ size_t StringPool::size() const {
     return next_;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class StringPool {
 public:
@@ -42,4 +42,4 @@ private:
     std::vector<std::unique_ptr<std::string[]>> owned_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

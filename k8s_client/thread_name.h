@@ -7,10 +7,10 @@
 
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 inline void name_this_thread(const std::string &name) {
     pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <set>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 using Kind = GateState::Kind;
@@ -160,4 +160,4 @@ bool ClaimSync::gates_waiting() const {
     return std::any_of(gates_.begin(), gates_.end(), [](const auto &g) { return g.second.kind == Kind::Wait; });
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 using rapidjson::Value;
@@ -513,4 +513,4 @@ bool allocationMatches(const ClaimHolding &existing, const ClaimIntent &intent) 
            sorted(existing.results) == sorted(intent.results);
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // Labels that mark a claim as written by this plugin.
 inline constexpr const char *kLabelManagedBy = "app.kubernetes.io/managed-by";
@@ -84,4 +84,4 @@ bool isOurs(const ClaimHolding &existing, const ClaimIntent &intent);
 // Does its allocation equal what we want (results in any order)?
 bool allocationMatches(const ClaimHolding &existing, const ClaimIntent &intent);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

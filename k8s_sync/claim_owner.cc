@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 std::vector<std::string> claimNodes(const ClaimHolding &c) {
     if (!c.nodeName.empty()) return {c.nodeName};
@@ -81,4 +81,4 @@ ClaimHolding asHeld(const ClaimHolding &c, const PluginConfig &config, const Pod
     return copy;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

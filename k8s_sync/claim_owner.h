@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // The nodes a claim's devices are on: its nodeSelector's node, else the
 // pools of its results (dra.cpu and GPU pools are named after the node).
@@ -47,4 +47,4 @@ uint32_t bridgeClaimJob(const ClaimHolding &c, const PodMap &bridgePods);
 // every other claim is a pod's, whatever its labels say.
 ClaimHolding asHeld(const ClaimHolding &c, const PluginConfig &config, const PodMap *bridgePods = nullptr);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

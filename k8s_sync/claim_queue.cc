@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/claim_queue.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 ClaimQueue::Push ClaimQueue::push(ClaimOp op, bool replace) {
     const std::string key = op.key();
@@ -135,4 +135,4 @@ std::vector<ClaimOp> ClaimQueue::drain() {
     return out;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // Claims, and the holder pods that consume them (HolderPods=yes).
 enum class ClaimOpKind { Apply, Remove, PodApply, PodRemove };
@@ -101,4 +101,4 @@ private:
     int startStreak_ = 0;  // writes of starting jobs taken in a row
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

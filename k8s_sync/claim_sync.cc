@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 // A queued write is not repeated by reconciliation for this long.
 constexpr std::chrono::seconds kInFlight{15};
@@ -325,4 +325,4 @@ void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
     }
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

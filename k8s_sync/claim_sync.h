@@ -18,7 +18,7 @@
 #include <mutex>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class ClaimSync final : public ClaimSink {
 public:
@@ -104,4 +104,4 @@ private:
     ClaimWriter writer_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

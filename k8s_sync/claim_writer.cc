@@ -4,7 +4,7 @@
 #include "k8s_client/api_status.h"
 #include "k8s_client/thread_name.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 namespace {
 
@@ -478,4 +478,4 @@ ClaimWriter::Retry ClaimWriter::doRemove(Client &c, Op &op, ClaimOpResult &res) 
     return again;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <thread>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 struct WriterOptions {
     size_t capacity = 4096;        // bound on distinct claims queued; beyond it new ones are refused
@@ -149,4 +149,4 @@ private:
     static constexpr size_t kMaxUids = 1 << 20;           // beyond it, removals GET first
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/compact_devices.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 bool CompactDevices::has_attribute(size_t i, const std::string &qualified) const {
     const CompactDevice &d = s_.devices[i];
@@ -50,4 +50,4 @@ const std::vector<CounterConsumption> &CompactDevices::consumes_counters(size_t 
     return e ? e->consumesCounters : none;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -7,7 +7,7 @@
 #include "core/slice_devices.h"
 #include "k8s_sync/compact_slice.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // The slice must outlive this view.
 class CompactDevices final : public SliceDevices {
@@ -33,4 +33,4 @@ private:
     const CompactSlice &s_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

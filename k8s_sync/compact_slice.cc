@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <functional>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 using rapidjson::Value;
@@ -227,4 +227,4 @@ CompactSlice compactSlice(const ResourceSlice &s) {
     return decodeCompactSlice(d);
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

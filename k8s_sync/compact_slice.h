@@ -12,7 +12,7 @@
 
 #include <optional>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 struct CompactAttr {
     enum Kind : uint8_t { Int, Bool, String, Version, List };
@@ -66,4 +66,4 @@ struct CompactSlice {
 CompactSlice decodeCompactSlice(const rapidjson::Value &obj);
 CompactSlice compactSlice(const ResourceSlice &s);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/engine_feed.h"
 
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 #include "k8s_sync/claim_json.h"
 #include "k8s_client/thread_name.h"
 #include "k8s_sync/view_json.h"
@@ -12,7 +12,7 @@
 #include <map>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 constexpr std::chrono::milliseconds kCoalesce{200};
 // ... and while a job waits at the launch gate: srun asks whether its job
@@ -278,4 +278,4 @@ std::unique_ptr<Feed> make_engine_feed(std::shared_ptr<Engine> engine, FeedLog l
     }
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

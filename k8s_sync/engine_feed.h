@@ -20,14 +20,14 @@
 #include <mutex>
 #include <thread>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // Where the API server is, from the plugin's configuration. Throws ConfigError.
 Config api_config(const PluginConfig &pc);
 WatcherOptions watcher_options(const PluginConfig &pc);
 WriterOptions writer_options(const PluginConfig &pc);
 
-// The feed k8sdra_start gives the engine (a FeedFactory): null and *error
+// The feed k8s_cons_tres_start gives the engine (a FeedFactory): null and *error
 // set when the configuration cannot be used.
 std::unique_ptr<Feed> make_engine_feed(std::shared_ptr<Engine> engine, FeedLog log, std::string *error);
 
@@ -73,4 +73,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -3,7 +3,7 @@
 
 #include "k8s_client/json.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 using rapidjson::Value;
 
@@ -170,4 +170,4 @@ bool reserveClaimFor(rapidjson::Document &claim, const std::string &podName, con
     return true;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

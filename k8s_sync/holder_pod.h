@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // The pod the plugin wants for one job on one node.
 struct HolderIntent {
@@ -60,4 +60,4 @@ bool holderMatches(const PodHolding &pod, const HolderIntent &in);
 // pod alone, for a PUT of its status; false when it already is.
 bool reserveClaimFor(rapidjson::Document &claim, const std::string &podName, const std::string &podUid);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

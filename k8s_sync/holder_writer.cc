@@ -4,7 +4,7 @@
 // bounded exactly like claim writes.
 #include "k8s_sync/claim_writer.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 namespace {
 
@@ -151,4 +151,4 @@ ClaimWriter::Retry ClaimWriter::doPodRemove(Client &c, Op &op, ClaimOpResult &re
     return std::nullopt;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

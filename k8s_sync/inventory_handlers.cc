@@ -4,7 +4,7 @@
 #include "k8s_sync/claim_json.h"
 #include "k8s_sync/slice_json.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 namespace {
 std::string nameOf(const rapidjson::Value &obj) {
@@ -141,4 +141,4 @@ template class ObjectHandler<ClaimHolding>;
 template class ObjectHandler<PodHolding>;
 template class ObjectHandler<KubeNode>;
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -7,7 +7,7 @@
 #include "k8s_client/informer.h"
 #include "k8s_sync/snapshot.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class SliceHandler : public InformerHandler {
 public:
@@ -88,4 +88,4 @@ public:
     NodeHandler(SnapshotStore &store, Logger log);
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 BuildOptions build_options(const InventoryOptions &io) {
@@ -210,4 +210,4 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
     return out;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

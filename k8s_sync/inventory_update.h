@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // The inventory options the plugin's configuration implies.
 InventoryOptions inventory_options(const PluginConfig &pc);
@@ -77,4 +77,4 @@ private:
     std::vector<std::string> changed_since_seen(const Snapshot &snap);
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

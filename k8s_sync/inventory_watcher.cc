@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 namespace {
 constexpr const char *kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
@@ -79,4 +79,4 @@ void InventoryWatcher::stop() {
         i->join();
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 struct WatcherOptions {
     std::vector<std::string> drivers{"dra.cpu", "gpu.nvidia.com"};
@@ -68,4 +68,4 @@ private:
     size_t inventoryInformers_ = 0;  // the first ones: slices and claims
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <set>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 uint64_t fnv1a(const std::string &s, uint64_t h) {
@@ -232,4 +232,4 @@ std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<Cla
     return out;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

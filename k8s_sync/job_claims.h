@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 inline constexpr size_t kMaxResultsPerClaim = 32;
 inline constexpr const char *kLabelUser = "k8s-cons-tres.slurm.io/user";
@@ -48,4 +48,4 @@ bool bridgeWritesClaims(const JobAlloc &job, const PluginConfig &config);
 // A stable UUID (for shareID) from any text.
 std::string stable_uuid(const std::string &text);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

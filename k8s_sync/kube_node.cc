@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 uint64_t parseBytes(const std::string &q, bool *ok) {
     *ok = false;
@@ -97,4 +97,4 @@ KubeNode decodeKubeNode(const rapidjson::Value &obj) {
     return n;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

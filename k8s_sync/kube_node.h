@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 struct KubeNode {
     std::string ns;  // always "": Nodes are cluster-scoped (keys are "/name")
@@ -40,4 +40,4 @@ std::string nodeAddress(const rapidjson::Value &status);
 // nullopt-like 0 with ok=false when malformed or absurdly large.
 uint64_t parseBytes(const std::string &q, bool *ok);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -11,7 +11,7 @@
 #include <ctime>
 #include <random>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 std::string micro_time() {  // metav1.MicroTime: RFC 3339 with microseconds
@@ -211,4 +211,4 @@ void LeaseKeeper::tick() {
     }
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

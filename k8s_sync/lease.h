@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 struct LeaseOptions {
     std::string ns;        // the claim namespace
@@ -85,4 +85,4 @@ std::string controllerIdentity();
 // only process with that pid until this one starts, so it can be no other.
 bool heldByReplaced(const std::string &holder, long replaced_pid);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # k8s_sync/: Kubernetes <-> engine over k8s_client/, its Catch2 tests, the
 # probe the pytest scenarios drive, and the benchmarks.
-noinst_LTLIBRARIES += libk8sdra_sync.la
-libk8sdra_sync_la_SOURCES = \
+noinst_LTLIBRARIES += libk8s_cons_tres_sync.la
+libk8s_cons_tres_sync_la_SOURCES = \
 	k8s_sync/claim_json.cc k8s_sync/claim_json.h \
 	k8s_sync/claim_queue.cc k8s_sync/claim_queue.h \
 	k8s_sync/claim_owner.cc k8s_sync/claim_owner.h \
@@ -26,7 +26,7 @@ libk8sdra_sync_la_SOURCES = \
 	k8s_sync/view_json.cc k8s_sync/view_json.h
 # The engine's two directions through the client: slices, claims and pods
 # into core/'s Engine; its claims, holder pods, Lease and view back out.
-libk8sdra_sync_la_CXXFLAGS = $(AM_CXXFLAGS) $(CURL_CFLAGS) $(HWLOC_CFLAGS)
+libk8s_cons_tres_sync_la_CXXFLAGS = $(AM_CXXFLAGS) $(CURL_CFLAGS) $(HWLOC_CFLAGS)
 
 check_PROGRAMS += testsuite/unit/client_tests
 testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
@@ -53,23 +53,23 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_kube_node_tests.cc \
 	testsuite/unit/client_start_tests.cc
 testsuite_unit_client_tests_CPPFLAGS = $(AM_CPPFLAGS) \
-	-DK8SDRA_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
+	-DK8S_CONS_TRES_FIXTURE_DIR='"$(abs_top_srcdir)/testsuite/fixtures/json"'
 testsuite_unit_client_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
-testsuite_unit_client_tests_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la $(HWLOC_LIBS)
+testsuite_unit_client_tests_LDADD = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(HWLOC_LIBS)
 TESTS += testsuite/unit/client_tests
 
-# Driven by testsuite/integration/test_client_k8s.py (K8SDRA_BUILDDIR=builddir).
-check_PROGRAMS += testsuite/integration/k8sdra_client_probe
-testsuite_integration_k8sdra_client_probe_SOURCES = \
-	testsuite/integration/k8sdra_client_probe.cc
-testsuite_integration_k8sdra_client_probe_LDADD = libk8sdra_sync.la libk8sdra_client.la
+# Driven by testsuite/integration/test_client_k8s.py (K8S_CONS_TRES_BUILDDIR=builddir).
+check_PROGRAMS += testsuite/integration/k8s_cons_tres_client_probe
+testsuite_integration_k8s_cons_tres_client_probe_SOURCES = \
+	testsuite/integration/k8s_cons_tres_client_probe.cc
+testsuite_integration_k8s_cons_tres_client_probe_LDADD = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la
 
 # Benchmarks: make testsuite/bench/bench_ingest testsuite/bench/bench_claims
 EXTRA_PROGRAMS += testsuite/bench/bench_ingest testsuite/bench/bench_claims
 testsuite_bench_bench_ingest_SOURCES = testsuite/bench/bench_ingest.cc
-testsuite_bench_bench_ingest_LDADD = libk8sdra_sync.la libk8sdra_client.la
+testsuite_bench_bench_ingest_LDADD = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la
 testsuite_bench_bench_claims_SOURCES = testsuite/bench/bench_claims.cc
-testsuite_bench_bench_claims_LDADD = libk8sdra_sync.la libk8sdra_client.la
+testsuite_bench_bench_claims_LDADD = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la
 
 EXTRA_DIST += k8s_client/README.md k8s_sync/README.md testsuite/integration/test_client_k8s.py \
 	testsuite/fixtures/json/claim_allocated.json \
@@ -91,11 +91,11 @@ EXTRA_DIST += k8s_client/README.md k8s_sync/README.md testsuite/integration/test
 EXTRA_PROGRAMS += testsuite/bench/bench_feed
 testsuite_bench_bench_feed_SOURCES = testsuite/bench/bench_feed.cc
 testsuite_bench_bench_feed_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-testsuite_bench_bench_feed_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_bench_bench_feed_LDADD = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
 
 # Claim and holder pod writes at a job rate through ClaimSync:
 # make testsuite/bench/bench_holders
 EXTRA_PROGRAMS += testsuite/bench/bench_holders
 testsuite_bench_bench_holders_SOURCES = testsuite/bench/bench_holders.cc
 testsuite_bench_bench_holders_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
-testsuite_bench_bench_holders_LDADD = libk8sdra_sync.la libk8sdra_client.la libk8sdra_testsupport.la libk8sdra_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)
+testsuite_bench_bench_holders_LDADD = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(CURL_LIBS) $(YAMLCPP_LIBS) $(HWLOC_LIBS) $(PTHREAD_LIBS)

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 NodeBuilder::NodeBuilder(BuildOptions opts, size_t max_layouts)
     : opts_(std::move(opts)), max_(std::max<size_t>(max_layouts, 1)) {}
@@ -77,4 +77,4 @@ std::optional<NodeBuild> NodeBuilder::build(const std::string &node,
     return NodeBuild{build_node_topology(node, *part, all, opts_), std::move(mine->second.incomplete)};
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

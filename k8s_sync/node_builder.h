@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 class NodeBuilder {
 public:
@@ -50,4 +50,4 @@ private:
     size_t built_ = 0;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

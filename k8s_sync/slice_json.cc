@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <variant>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 using rapidjson::Value;
@@ -281,4 +281,4 @@ std::string encodeResourceSlice(const ResourceSlice &slice) {
     return std::string(buf.GetString(), buf.GetSize());
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

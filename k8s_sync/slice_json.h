@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 // Throws json::Error when the object is not a usable ResourceSlice.
 ResourceSlice decodeResourceSlice(const rapidjson::Value &obj);
@@ -55,4 +55,4 @@ std::string encodeResourceSlice(const ResourceSlice &slice);
 // "cpuID" + "dra.cpu" -> "dra.cpu/cpuID"; names with a '/' are kept.
 std::string qualifyName(const std::string &name, const std::string &driver);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

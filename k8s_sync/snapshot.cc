@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/snapshot.h"
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 bool Snapshot::synced() const {
     if (!claimsSynced)
@@ -117,4 +117,4 @@ void SnapshotStore::publishBridgePods(const PodMap &pods, bool) {
     change([&](Snapshot &s) { s.bridgePods = pods; });
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

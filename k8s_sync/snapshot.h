@@ -19,7 +19,7 @@
 #include <vector>
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 using SliceMap = CowMap<CompactSlice>;   // key: metadata.name
 using ClaimMap = CowMap<ClaimHolding>;   // key: "namespace/name"
@@ -99,4 +99,4 @@ private:
     std::function<void(const std::shared_ptr<const Snapshot> &)> onPublish_;
 };
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

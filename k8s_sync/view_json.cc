@@ -11,7 +11,7 @@
 #include <cstring>
 #include <fstream>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 namespace {
 
 std::string cpu_ranges(const CpuTopology &t, const Words &mask) {
@@ -115,4 +115,4 @@ bool write_file_atomically(const std::string &path, const std::string &text, std
     return true;
 }
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

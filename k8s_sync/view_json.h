@@ -8,11 +8,11 @@
 
 #include <string>
 
-namespace k8sdra::k8s {
+namespace k8s_cons_tres::k8s {
 
 std::string inventory_view_json(const Inventory &inventory, uint64_t version);
 
 // Writes text to path through a temporary file and a rename; false on error.
 bool write_file_atomically(const std::string &path, const std::string &text, std::string *error);
 
-}  // namespace k8sdra::k8s
+}  // namespace k8s_cons_tres::k8s

@@ -18,7 +18,7 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 #include "core_bridge.h"
 #include "k8s_log.h"
 
@@ -26,13 +26,13 @@
 static void core_log(int level, const char *msg)
 {
 	switch (level) {
-	case K8SDRA_LOG_ERROR:
+	case K8S_CONS_TRES_LOG_ERROR:
 		error(PREFIX "%s", msg);
 		break;
-	case K8SDRA_LOG_INFO:
+	case K8S_CONS_TRES_LOG_INFO:
 		info(PREFIX "%s", msg);
 		break;
-	case K8SDRA_LOG_VERBOSE:
+	case K8S_CONS_TRES_LOG_VERBOSE:
 		verbose(PREFIX "%s", msg);
 		break;
 	default:
@@ -73,7 +73,7 @@ extern int core_bridge_start(void)
 {
 	char err[512];
 	char *conf_path;
-	struct k8sdra_start_args args = { 0 };
+	struct k8s_cons_tres_start_args args = { 0 };
 	int rc;
 
 	if (!running_in_slurmctld() || !is_our_select_type())
@@ -86,10 +86,10 @@ extern int core_bridge_start(void)
 	args.state_dir = slurm_conf.state_save_location;
 	args.replaced_pid = _replaced_pid();
 	info(PREFIX "starting in slurmctld, wrapping select/cons_tres, core %s, config %s",
-	     k8sdra_version(), conf_path);
-	rc = k8sdra_start(&args, err, sizeof(err));
+	     k8s_cons_tres_version(), conf_path);
+	rc = k8s_cons_tres_start(&args, err, sizeof(err));
 	xfree(conf_path);
-	if (rc != K8SDRA_OK) {
+	if (rc != K8S_CONS_TRES_OK) {
 		error(PREFIX "core did not start: %s", err);
 		return SLURM_ERROR;
 	}
@@ -98,8 +98,8 @@ extern int core_bridge_start(void)
 
 extern void core_bridge_stop(void)
 {
-	if (k8sdra_running()) {
-		k8sdra_stop();
+	if (k8s_cons_tres_running()) {
+		k8s_cons_tres_stop();
 		info(PREFIX "stopped");
 	}
 }

@@ -17,7 +17,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_agent.h"
 #include "k8s_gate.h"
 #include "k8s_gpu.h"
@@ -33,7 +33,7 @@ static bool in_control;	/* since the last reconfigure, until shutdown_time */
 static pthread_mutex_t agent_mu = PTHREAD_MUTEX_INITIALIZER;
 /*
  * Wakes the agent before its poll: stop, and the core's word that a job's
- * launch gate has an answer (k8sdra_set_gate_notify). A pipe, not a
+ * launch gate has an answer (k8s_cons_tres_set_gate_notify). A pipe, not a
  * condition variable: the core calls from its own thread, which must not
  * take agent_mu (the agent calls into the core with it held). Made once and
  * kept for the life of slurmctld, so a late call never writes to a closed
@@ -72,7 +72,7 @@ static void _resume(char *nodes)
 static void _drain_mismatched(char **resume)
 {
 	node_record_t *node_ptr;
-	time_t now = time(NULL), grace = k8sdra_view_drain_after();
+	time_t now = time(NULL), grace = k8s_cons_tres_view_drain_after();
 
 	if (since_cnt != node_record_count) {
 		xfree(mismatch_since);
@@ -138,7 +138,7 @@ static bool _leave_control_locked(void)
 		return false;
 	in_control = false;
 	info(PREFIX "slurmctld leaves control; claims are left to the controller in charge");
-	k8sdra_standby();
+	k8s_cons_tres_standby();
 	return true;
 }
 
@@ -221,12 +221,12 @@ static void *_agent(void *arg)
 			break;
 		/* pods' GPUs on nodes whose slurmd had not registered */
 		retry = k8s_gpu_waiting() && time(NULL) >= next_retry;
-		if (k8sdra_view_generation() == seen && !retry &&
+		if (k8s_cons_tres_view_generation() == seen && !retry &&
 		    !(next_check && time(NULL) >= next_check))
 			continue;
 		if (retry)
 			next_retry = time(NULL) + 1;
-		seen = k8sdra_view_generation();
+		seen = k8s_cons_tres_view_generation();
 		slurm_mutex_unlock(&agent_mu);
 		_sync_now();
 		slurm_mutex_lock(&agent_mu);
@@ -244,7 +244,7 @@ extern void k8s_agent_start(void)
 	}
 	if (!running) {
 		stopping = false;
-		k8sdra_set_gate_notify(_wake);
+		k8s_cons_tres_set_gate_notify(_wake);
 		k8s_thread_create("k8s_agent", &agent, _agent, NULL);
 		running = true;
 	}
@@ -267,7 +267,7 @@ extern void k8s_agent_stop(void)
 		return;
 	}
 	stopping = true;
-	k8sdra_set_gate_notify(NULL);
+	k8s_cons_tres_set_gate_notify(NULL);
 	_wake();
 	slurm_mutex_unlock(&agent_mu);
 	k8s_thread_join(agent);

@@ -18,7 +18,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_gate.h"
 #include "k8s_gate_api.h"
 #include "k8s_view.h"
@@ -84,16 +84,16 @@ static unsigned _count_failure(uint32_t job_id, bool failed)
 
 extern void k8s_gate_check_config(void)
 {
-	if (!k8sdra_running() || !k8sdra_gate_mode())
+	if (!k8s_cons_tres_running() || !k8s_cons_tres_gate_mode())
 		return;
 	if (!xstrcasestr(slurm_conf.prep_plugins, "k8s_cons_tres"))
 		fatal(PREFIX "LaunchGate=%s needs the plugin's PrEp plugin: add k8s_cons_tres to PrEpPlugins in slurm.conf (e.g. PrEpPlugins=script,k8s_cons_tres) and install prep_k8s_cons_tres.so on every node, or set LaunchGate=off in k8s_cons_tres.conf",
-		      k8sdra_gate_mode() == 2 ? "prepared" : "claims");
+		      k8s_cons_tres_gate_mode() == 2 ? "prepared" : "claims");
 }
 
 static bool _wanted(void)
 {
-	return k8sdra_running() && k8sdra_gate_mode() != 0;
+	return k8s_cons_tres_running() && k8s_cons_tres_gate_mode() != 0;
 }
 
 static void _set_callback(k8s_gate_callback_t cb)
@@ -122,7 +122,7 @@ static bool _on_kubernetes(job_record_t *job_ptr)
 	return false;
 }
 
-static char *_desc(const struct k8sdra_gate *g)
+static char *_desc(const struct k8s_cons_tres_gate *g)
 {
 	return xstrdup_printf(REASON_PREFIX "waiting for Kubernetes to show its devices allocated (%u/%u): %s",
 			      g->ready, g->total, g->why[0] ? g->why : "claims not written yet");
@@ -130,13 +130,13 @@ static char *_desc(const struct k8sdra_gate *g)
 
 static bool _arm(job_record_t *job_ptr)
 {
-	struct k8sdra_gate g;
+	struct k8s_cons_tres_gate g;
 	gate_entry_t *e;
 
 	if (!_on_kubernetes(job_ptr))
 		return false;
-	(void) k8sdra_job_gate(job_ptr->job_id, &g);
-	if (g.kind != K8SDRA_GATE_WAIT && g.kind != K8SDRA_GATE_OVERLAP)
+	(void) k8s_cons_tres_job_gate(job_ptr->job_id, &g);
+	if (g.kind != K8S_CONS_TRES_GATE_WAIT && g.kind != K8S_CONS_TRES_GATE_OVERLAP)
 		return false;	/* nothing to wait for, or there already */
 	slurm_mutex_lock(&gate_mu);
 	if (!callback) {
@@ -155,7 +155,7 @@ static bool _arm(job_record_t *job_ptr)
 	e = &gates[gate_cnt++];
 	memset(e, 0, sizeof(*e));
 	e->job_id = job_ptr->job_id;
-	e->deadline = time(NULL) + k8sdra_gate_timeout();
+	e->deadline = time(NULL) + k8s_cons_tres_gate_timeout();
 	e->ready = g.ready;
 	e->total = g.total;
 	slurm_mutex_unlock(&gate_mu);
@@ -179,7 +179,7 @@ extern void k8s_gate_job_fini(job_record_t *job_ptr)
 static void _failed(gate_out_t *out, const char *why)
 {
 	out->failures = _count_failure(out->job_id, true);
-	out->hold = out->failures > k8sdra_gate_requeues();
+	out->hold = out->failures > k8s_cons_tres_gate_requeues();
 	snprintf(out->why, sizeof(out->why), "%s", why);
 }
 
@@ -187,22 +187,22 @@ static void _failed(gate_out_t *out, const char *why)
 static bool _settle(int i, time_t now, gate_out_t *out)
 {
 	gate_entry_t *e = &gates[i];
-	struct k8sdra_gate g;
+	struct k8s_cons_tres_gate g;
 	char *desc;
 
 	memset(out, 0, sizeof(*out));
 	out->job_id = e->job_id;
 	if (e->aborted)
 		return true;
-	(void) k8sdra_job_gate(e->job_id, &g);
+	(void) k8s_cons_tres_job_gate(e->job_id, &g);
 	switch (g.kind) {
-	case K8SDRA_GATE_NONE:	/* the job is no longer ours to hold */
-	case K8SDRA_GATE_OPEN:
+	case K8S_CONS_TRES_GATE_NONE:	/* the job is no longer ours to hold */
+	case K8S_CONS_TRES_GATE_OPEN:
 		info(PREFIX "JobId=%u: Kubernetes shows its devices allocated (%u/%u): starting",
 		     e->job_id, g.ready, g.total);
 		(void) _count_failure(e->job_id, false);
 		return true;
-	case K8SDRA_GATE_OVERLAP:
+	case K8S_CONS_TRES_GATE_OVERLAP:
 		error(PREFIX "JobId=%u must not start: %s; requeued (or cancelled where Slurm cannot requeue it)",
 		      e->job_id, g.why);
 		out->rc = 1 << 8;	/* exit code 1: Slurm requeues or cancels */
@@ -214,7 +214,7 @@ static bool _settle(int i, time_t now, gate_out_t *out)
 	}
 	if (now >= e->deadline) {
 		desc = xstrdup_printf("Kubernetes did not show its devices allocated within %us (%u/%u: %s)",
-				      k8sdra_gate_timeout(), g.ready, g.total, g.why);
+				      k8s_cons_tres_gate_timeout(), g.ready, g.total, g.why);
 		error(PREFIX "JobId=%u: %s; requeued (or cancelled where Slurm cannot requeue it), its nodes and claims released",
 		      e->job_id, desc);
 		out->rc = SIGKILL;	/* with timed_out: "failed due to timing out" */
@@ -256,7 +256,7 @@ static void _hold(gate_out_t *outs, int n)
 		job_ptr->state_desc = xstrdup_printf(REASON_PREFIX "held after %u launch gate failures: %s",
 						     outs[i].failures, outs[i].why);
 		error(PREFIX "%pJ held after %u launch gate failures in a row (LaunchGateRequeues=%u); scontrol release it once Kubernetes is fixed",
-		      job_ptr, outs[i].failures, k8sdra_gate_requeues());
+		      job_ptr, outs[i].failures, k8s_cons_tres_gate_requeues());
 		last_job_update = time(NULL);
 	}
 	unlock_slurmctld(locks);

@@ -4,7 +4,7 @@
  * its claims allocated. Slurm holds the job through an asynchronous PrEp
  * prolog_slurmctld (prep_k8s_cons_tres.so arms the gate through
  * k8s_gate_api.h); the agent thread calls slurmctld's callback once the
- * core's answer (k8sdra_job_gate) is in, or the job timed out. See
+ * core's answer (k8s_cons_tres_job_gate) is in, or the job timed out. See
  * doc/launch-gate.md.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later

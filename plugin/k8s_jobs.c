@@ -12,13 +12,13 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_jobs.h"
 #include "k8s_log.h"
 
 
 typedef struct {
-	struct k8sdra_job_node *nodes;	/* per job node */
+	struct k8s_cons_tres_job_node *nodes;	/* per job node */
 	uint32_t **cores, **gres;	/* storage behind nodes[] */
 	size_t nnodes;
 } job_nodes_t;
@@ -138,9 +138,9 @@ static void _started(job_record_t *job_ptr, bool selected)
 
 	if (!_collect(job_ptr, selected, &jn))
 		return;
-	if (k8sdra_job_started(job_ptr->job_id, _user(job_ptr),
+	if (k8s_cons_tres_job_started(job_ptr->job_id, _user(job_ptr),
 			       _external_comment(job_ptr), jn.nodes,
-			       jn.nnodes, err, sizeof(err)) != K8SDRA_OK)
+			       jn.nnodes, err, sizeof(err)) != K8S_CONS_TRES_OK)
 		error(PREFIX "%pJ: %s", job_ptr, err);
 	_free_job_nodes(&jn);
 }
@@ -152,7 +152,7 @@ extern void k8s_jobs_begin(job_record_t *job_ptr)
 
 extern void k8s_jobs_end(job_record_t *job_ptr)
 {
-	k8sdra_job_ended(job_ptr->job_id);
+	k8s_cons_tres_job_ended(job_ptr->job_id);
 }
 
 /* A running job told again: its claims and pods follow the new allocation
@@ -171,7 +171,7 @@ static int _known_one(void *x, void *arg)
 		return 0;
 	if (!_collect(job_ptr, false, &jn))
 		return 0;
-	k8sdra_jobs_known_add(job_ptr->job_id, _user(job_ptr),
+	k8s_cons_tres_jobs_known_add(job_ptr->job_id, _user(job_ptr),
 			      _external_comment(job_ptr), jn.nodes,
 			      jn.nnodes);
 	_free_job_nodes(&jn);
@@ -180,8 +180,8 @@ static int _known_one(void *x, void *arg)
 
 extern void k8s_jobs_known(list_t *jobs)
 {
-	k8sdra_jobs_known_begin();
+	k8s_cons_tres_jobs_known_begin();
 	if (jobs)
 		list_for_each(jobs, _known_one, NULL);
-	k8sdra_jobs_known_end();
+	k8s_cons_tres_jobs_known_end();
 }

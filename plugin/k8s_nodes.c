@@ -16,7 +16,7 @@
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_nodes.h"
 #include "k8s_log.h"
 
@@ -43,7 +43,7 @@ static time_t last_round;
 
 #if K8S_SLURM_AT_LEAST(25, 5, 0)
 
-static uint64_t seen_version;	/* k8sdra_discovery_version() of last_round */
+static uint64_t seen_version;	/* k8s_cons_tres_discovery_version() of last_round */
 static bool acted;		/* last_round changed something in slurmctld */
 
 extern bool k8s_nodes_due(void)
@@ -51,9 +51,9 @@ extern bool k8s_nodes_due(void)
 	time_t now = time(NULL);
 	uint64_t version;
 
-	if (now == last_round || !k8sdra_node_discovery())
+	if (now == last_round || !k8s_cons_tres_node_discovery())
 		return false;
-	version = k8sdra_discovery_version();
+	version = k8s_cons_tres_discovery_version();
 	if (!acted && version == seen_version && now - last_round < QUIET_ROUND_S)
 		return false;
 	last_round = now;
@@ -72,11 +72,11 @@ static const char *_features(node_record_t *node_ptr)
 extern bool k8s_node_discovered(node_record_t *node_ptr)
 {
 	return IS_NODE_EXTERNAL(node_ptr) &&
-	       k8sdra_node_is_discovered(1, _features(node_ptr));
+	       k8s_cons_tres_node_is_discovered(1, _features(node_ptr));
 }
 
 /* node READ lock held; strings[3 * i + 0..2] own node i's strings */
-static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, int *n)
+static void _copy_nodes(struct k8s_cons_tres_slurm_node_state **out, char ***strings, int *n)
 {
 	node_record_t *node_ptr;
 	int cap = node_record_count ? node_record_count : 1;
@@ -85,7 +85,7 @@ static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, i
 	*strings = xcalloc(3 * cap, sizeof(char *));
 	*n = 0;
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
-		struct k8sdra_slurm_node_state *s = &(*out)[*n];
+		struct k8s_cons_tres_slurm_node_state *s = &(*out)[*n];
 		config_record_t *c = node_ptr->config_ptr;
 		char **own = &(*strings)[3 * (*n)++];
 
@@ -107,7 +107,7 @@ static void _copy_nodes(struct k8sdra_slurm_node_state **out, char ***strings, i
 	}
 }
 
-static void _free_nodes(struct k8sdra_slurm_node_state *nodes, char **strings, int n)
+static void _free_nodes(struct k8s_cons_tres_slurm_node_state *nodes, char **strings, int n)
 {
 	for (int i = 0; i < 3 * n; i++)
 		xfree(strings[i]);
@@ -116,7 +116,7 @@ static void _free_nodes(struct k8sdra_slurm_node_state *nodes, char **strings, i
 }
 
 /* Returns true when it asked slurmctld to change something. */
-static bool _act(const struct k8sdra_ext_action *a)
+static bool _act(const struct k8s_cons_tres_ext_action *a)
 {
 	update_node_msg_t msg;
 	int rc = SLURM_SUCCESS;
@@ -125,30 +125,30 @@ static bool _act(const struct k8sdra_ext_action *a)
 	slurm_init_update_node_msg(&msg);
 	msg.node_names = (char *) a->node;
 	switch (a->kind) {
-	case K8SDRA_EXT_NOTE:
+	case K8S_CONS_TRES_EXT_NOTE:
 		info(PREFIX "Kubernetes node %s", a->text);
 		return false;
-	case K8SDRA_EXT_CREATE:
+	case K8S_CONS_TRES_EXT_CREATE:
 		what = "creating EXTERNAL node";
 		msg.node_names = NULL;
 		msg.extra = (char *) a->text;
 		info(PREFIX "%s %s: %s", what, a->node, a->text);
 		rc = slurm_create_node(&msg);
 		break;
-	case K8SDRA_EXT_DRAIN:
+	case K8S_CONS_TRES_EXT_DRAIN:
 		what = "draining";
 		msg.node_state = NODE_STATE_DRAIN;
 		msg.reason = (char *) a->text;
 		info(PREFIX "draining %s: %s", a->node, a->text);
 		rc = slurm_update_node(&msg);
 		break;
-	case K8SDRA_EXT_RESUME:
+	case K8S_CONS_TRES_EXT_RESUME:
 		what = "resuming";
 		msg.node_state = NODE_RESUME;
 		info(PREFIX "resuming %s: Kubernetes offers it again", a->node);
 		rc = slurm_update_node(&msg);
 		break;
-	case K8SDRA_EXT_DELETE:
+	case K8S_CONS_TRES_EXT_DELETE:
 		what = "deleting";
 		info(PREFIX "deleting EXTERNAL node %s: %s", a->node, a->text);
 		rc = slurm_delete_node(&msg);
@@ -165,9 +165,9 @@ static bool _act(const struct k8sdra_ext_action *a)
 extern void k8s_nodes_sync(void)
 {
 	slurmctld_lock_t locks = { .node = READ_LOCK };
-	struct k8sdra_slurm_node_state *nodes;
+	struct k8s_cons_tres_slurm_node_state *nodes;
 	char **strings;
-	struct k8sdra_ext_action *plan;
+	struct k8s_cons_tres_ext_action *plan;
 	char why[256] = "";
 	size_t nplan = 0;
 	struct timespec start;
@@ -178,7 +178,7 @@ extern void k8s_nodes_sync(void)
 	unlock_slurmctld(locks);
 
 	plan = xcalloc(MAX_ACTIONS, sizeof(*plan));
-	if (k8sdra_external_plan(nodes, n,
+	if (k8s_cons_tres_external_plan(nodes, n,
 				 K8S_SLURM_AT_LEAST(25, 11, 0) ? 1 : 0,
 				 plan, MAX_ACTIONS, &nplan, why, sizeof(why)))
 		error(PREFIX "node discovery: %s", why);
@@ -212,7 +212,7 @@ extern bool k8s_node_discovered(node_record_t *node_ptr)
 
 extern bool k8s_nodes_due(void)
 {
-	if (!last_round && k8sdra_node_discovery()) {
+	if (!last_round && k8s_cons_tres_node_discovery()) {
 		last_round = time(NULL);
 		error(PREFIX "NodeDiscovery=external needs Slurm 25.05 or later (EXTERNAL nodes); this slurmctld is %s: no node is discovered",
 		      SLURM_VERSION_STRING);

@@ -11,7 +11,7 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_gpu.h"
 #include "k8s_steer.h"
 #include "k8s_view.h"
@@ -213,7 +213,7 @@ static uint64_t _busy_gpus(node_record_t *node_ptr)
  */
 static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
 		    uint32_t tpc, uint32_t gpus, bitstr_t *exc,
-		    struct k8sdra_choice *c)
+		    struct k8s_cons_tres_choice *c)
 {
 	uint32_t busy_cores[MAX_CORES];
 	size_t nbusy = 0;
@@ -223,8 +223,8 @@ static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
 		if (bit_test(busy, off + core) ||
 		    (exc && bit_test(exc, off + core)))
 			busy_cores[nbusy++] = core;
-	return k8sdra_choose(node_ptr->name, cpus, tpc, gpus, busy_cores, nbusy,
-			     _busy_gpus(node_ptr), c) == K8SDRA_OK && c->fits;
+	return k8s_cons_tres_choose(node_ptr->name, cpus, tpc, gpus, busy_cores, nbusy,
+			     _busy_gpus(node_ptr), c) == K8S_CONS_TRES_OK && c->fits;
 }
 
 /* Whether the job's cores on its n-th node are exactly these. */
@@ -248,7 +248,7 @@ extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
 				   bitstr_t *base, bool *same)
 {
 	uint32_t cores[MAX_CORES], gres[MAX_GPUS];
-	struct k8sdra_choice c = { .cores = cores, .core_cap = MAX_CORES,
+	struct k8s_cons_tres_choice c = { .cores = cores, .core_cap = MAX_CORES,
 				   .gres = gres, .gres_cap = MAX_GPUS };
 	bitstr_t *exc = NULL;
 	node_record_t *node_ptr;
@@ -301,7 +301,7 @@ extern void k8s_steer_chosen(job_record_t *job_ptr)
 {
 	uint32_t cores[MAX_CORES];
 	job_resources_t *jr = job_ptr->job_resrcs;
-	struct k8sdra_choice c = { .cores = cores, .core_cap = MAX_CORES };
+	struct k8s_cons_tres_choice c = { .cores = cores, .core_cap = MAX_CORES };
 	chosen_t *slot;
 	node_req_t r;
 	int last;

@@ -12,7 +12,7 @@
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_nodes.h"
 #include "k8s_view.h"
 #include "k8s_log.h"
@@ -56,7 +56,7 @@ static void _exclude_all(node_record_t *node_ptr, uint32_t off)
 static void _view_node(node_record_t *node_ptr, int index, bool is_k8s)
 {
 	uint64_t gpus = gres_node_config_cnt(node_ptr->gres_list, "gpu");
-	struct k8sdra_slurm_node def = {
+	struct k8s_cons_tres_slurm_node def = {
 		.sockets = node_ptr->tot_sockets,
 		.cores_per_socket = node_ptr->cores,
 		.threads_per_core = node_ptr->threads,
@@ -65,22 +65,22 @@ static void _view_node(node_record_t *node_ptr, int index, bool is_k8s)
 	uint32_t cores[1024], gres[MAX_GPUS];
 	size_t ncores = 0, ngres = 0;
 	char reason[256];
-	int state = K8SDRA_VIEW_NOT_K8S;
+	int state = K8S_CONS_TRES_VIEW_NOT_K8S;
 	uint32_t off = cr_get_coremap_offset(index);
 
-	if (k8sdra_view_node(node_ptr->name, &def, is_k8s, &state, cores,
+	if (k8s_cons_tres_view_node(node_ptr->name, &def, is_k8s, &state, cores,
 			     ARRAY_SIZE(cores), &ncores, gres, ARRAY_SIZE(gres),
-			     &ngres, reason, sizeof(reason)) != K8SDRA_OK &&
-	    state != K8SDRA_VIEW_UNAVAILABLE && state != K8SDRA_VIEW_MISMATCH) {
-		state = K8SDRA_VIEW_UNAVAILABLE;
+			     &ngres, reason, sizeof(reason)) != K8S_CONS_TRES_OK &&
+	    state != K8S_CONS_TRES_VIEW_UNAVAILABLE && state != K8S_CONS_TRES_VIEW_MISMATCH) {
+		state = K8S_CONS_TRES_VIEW_UNAVAILABLE;
 		snprintf(reason, sizeof(reason),
 			 "view too large (%zu cores, %zu GPUs)", ncores, ngres);
 	}
-	if (state == K8SDRA_VIEW_NOT_K8S)
+	if (state == K8S_CONS_TRES_VIEW_NOT_K8S)
 		return;
-	if (state == K8SDRA_VIEW_MISMATCH)
+	if (state == K8S_CONS_TRES_VIEW_MISMATCH)
 		mismatch[index] = xstrdup(reason);
-	if (state == K8SDRA_VIEW_UNAVAILABLE || state == K8SDRA_VIEW_MISMATCH) {
+	if (state == K8S_CONS_TRES_VIEW_UNAVAILABLE || state == K8S_CONS_TRES_VIEW_MISMATCH) {
 		debug(PREFIX "node %s unavailable to Slurm jobs: %s",
 		      node_ptr->name, reason);
 		_exclude_all(node_ptr, off);
@@ -117,7 +117,7 @@ static void _view_node(node_record_t *node_ptr, int index, bool is_k8s)
 
 static void _rebuild(uint64_t gen)
 {
-	const char *expr = k8sdra_view_kubernetes_nodes();
+	const char *expr = k8s_cons_tres_view_kubernetes_nodes();
 	bool all = !xstrcasecmp(expr, "ALL");
 	k8s_hostlist_t *k8s_nodes = NULL;
 	node_record_t *node_ptr;
@@ -153,7 +153,7 @@ static void _update(uint64_t gen)
 
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
 		uint32_t off = cr_get_coremap_offset(i);
-		if (k8sdra_view_node_stamp(node_ptr->name) <= since)
+		if (k8s_cons_tres_view_node_stamp(node_ptr->name) <= since)
 			continue;
 		if (node_ptr->tot_cores)
 			bit_nclear(excl_cores, off, off + node_ptr->tot_cores - 1);
@@ -170,7 +170,7 @@ static void _update(uint64_t gen)
 
 extern bool k8s_view_refresh(void)
 {
-	uint64_t gen = k8sdra_view_generation();
+	uint64_t gen = k8s_cons_tres_view_generation();
 
 	if (excl_cores && gen == cached_gen && cached_node_cnt == node_record_count &&
 	    bit_size(excl_cores) == cr_get_coremap_offset(node_record_count))
@@ -183,7 +183,7 @@ extern bool k8s_view_refresh(void)
 	if (!excl_cores || cached_node_cnt != node_record_count ||
 	    bit_size(excl_cores) != cr_get_coremap_offset(node_record_count) ||
 	    (gen & 1) != (cached_gen & 1) ||
-	    k8sdra_view_full_stamp() > cached_gen / 2)
+	    k8s_cons_tres_view_full_stamp() > cached_gen / 2)
 		_rebuild(gen);
 	else
 		_update(gen);

@@ -41,10 +41,10 @@ select_k8s_cons_tres_la_LDFLAGS = -module -avoid-version -shared \
 # The Slurm-free libraries it links. They are the same for every release,
 # so a build for another release may link those of this tree's main build
 # instead of compiling its own (build-aux/release-plugin.sh):
-#   make select_k8s_cons_tres.la K8SDRA_LIBS="../build/libk8sdra_sync.la ../build/libk8sdra_client.la ../build/libk8sdra_core.la"
-K8SDRA_LIBS = libk8sdra_sync.la libk8sdra_client.la libk8sdra_core.la
-select_k8s_cons_tres_la_LIBADD = $(K8SDRA_LIBS) $(PTHREAD_LIBS)
-select_k8s_cons_tres_la_DEPENDENCIES = $(K8SDRA_LIBS)
+#   make select_k8s_cons_tres.la K8S_CONS_TRES_LIBS="../build/libk8s_cons_tres_sync.la ../build/libk8s_cons_tres_client.la ../build/libk8s_cons_tres_core.la"
+K8S_CONS_TRES_LIBS = libk8s_cons_tres_sync.la libk8s_cons_tres_client.la libk8s_cons_tres_core.la
+select_k8s_cons_tres_la_LIBADD = $(K8S_CONS_TRES_LIBS) $(PTHREAD_LIBS)
+select_k8s_cons_tres_la_DEPENDENCIES = $(K8S_CONS_TRES_LIBS)
 EXTRA_DIST += plugin/select_k8s_cons_tres.map
 # The core is C++: link with the C++ driver so libstdc++ comes along.
 nodist_EXTRA_select_k8s_cons_tres_la_SOURCES = plugin/force-cxx-link.cc
@@ -85,11 +85,11 @@ check-exports: select_k8s_cons_tres.la prep_k8s_cons_tres.la
 # paths, as the sub-make runs in slurm-R/). Each is installed into its own
 # release's PluginDir and checked against its own release's loader.
 EXTRA_SLURM_RELEASES = @EXTRA_SLURM_RELEASES@
-release_libs = libs=; for l in $(K8SDRA_LIBS); do \
+release_libs = libs=; for l in $(K8S_CONS_TRES_LIBS); do \
 	case $$l in /*) ;; *) l=$(abs_builddir)/$$l ;; esac; libs="$$libs $$l"; done
 release_make = $(release_libs); for r in $(EXTRA_SLURM_RELEASES); do \
-	$(MAKE) $(AM_MAKEFLAGS) -C slurm-$$r K8SDRA_LIBS="$$libs"
-release-plugins: $(K8SDRA_LIBS)
+	$(MAKE) $(AM_MAKEFLAGS) -C slurm-$$r K8S_CONS_TRES_LIBS="$$libs"
+release-plugins: $(K8S_CONS_TRES_LIBS)
 	@$(release_make) select_k8s_cons_tres.la prep_k8s_cons_tres.la || exit 1; done
 check-release-plugins: release-plugins
 	@$(release_make) check-exports || exit 1; done

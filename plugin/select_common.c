@@ -21,7 +21,7 @@
 #endif
 #include "src/slurmctld/slurmctld.h"
 
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 #include "core_bridge.h"
 #include "inner_select.h"
 #include "k8s_agent.h"
@@ -56,7 +56,7 @@ extern int init(void)
 		inner_select_fini();
 		return SLURM_ERROR;
 	}
-	if (k8sdra_running()) {	/* slurmctld with our SelectType */
+	if (k8s_cons_tres_running()) {	/* slurmctld with our SelectType */
 		k8s_gate_check_config();
 		k8s_agent_start();
 	}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The layout's include arrows, one way only:
-#   plugin/ -> core/'s C ABI (k8sdra*.h);   core/ -> nothing of ours outside it;
+#   plugin/ -> core/'s C ABI (k8s_cons_tres*.h);   core/ -> nothing of ours outside it;
 #   k8s_sync/ -> core/, k8s_client/;        k8s_client/ -> nothing of ours outside it.
 # So the generic client knows nothing of the engine, the engine nothing of
 # HTTP, Kubernetes or hwloc, and nothing shipped includes testsuite/ (where

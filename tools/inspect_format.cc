@@ -5,7 +5,7 @@
 
 #include <rapidjson/prettywriter.h>
 
-namespace k8sdra::inspect {
+namespace k8s_cons_tres::inspect {
 namespace {
 
 using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
@@ -226,4 +226,4 @@ std::string report_text(const Report &r) {
     return o;
 }
 
-}  // namespace k8sdra::inspect
+}  // namespace k8s_cons_tres::inspect

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-namespace k8sdra::inspect {
+namespace k8s_cons_tres::inspect {
 namespace {
 
 std::string cpu_mode(const CpuTopology &t) {
@@ -294,4 +294,4 @@ Report build_report(const std::vector<ResourceSlice> &slices,
     return rep;
 }
 
-}  // namespace k8sdra::inspect
+}  // namespace k8s_cons_tres::inspect

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::inspect {
+namespace k8s_cons_tres::inspect {
 
 struct NumaReport {
     int32_t id = 0;                   // NUMA attribute value
@@ -103,4 +103,4 @@ std::string report_text(const Report &r);
 // For scripts: {"nodes": [...], "claim_errors": [...]}.
 std::string report_json(const Report &r);
 
-}  // namespace k8sdra::inspect
+}  // namespace k8s_cons_tres::inspect

@@ -12,7 +12,7 @@
 #include <memory>
 #include <sstream>
 
-namespace k8sdra::inspect {
+namespace k8s_cons_tres::inspect {
 namespace {
 
 // Calls each(item) for every object of a List, or once for a lone object.
@@ -130,4 +130,4 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
                  node_selector);
 }
 
-}  // namespace k8sdra::inspect
+}  // namespace k8s_cons_tres::inspect

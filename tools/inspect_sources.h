@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::inspect {
+namespace k8s_cons_tres::inspect {
 
 class SourceError : public std::runtime_error {
 public:
@@ -35,4 +35,4 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
                     const std::string &node_selector = "",
                     std::vector<KubeNodeState> *nodes = nullptr);
 
-}  // namespace k8sdra::inspect
+}  // namespace k8s_cons_tres::inspect

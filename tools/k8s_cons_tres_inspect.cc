@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <thread>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 using Clock = std::chrono::steady_clock;
 
 namespace {

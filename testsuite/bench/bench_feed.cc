@@ -8,8 +8,8 @@
 //
 // Run the server with --synthetic-nodes N (see k8s_sync/README.md).
 #include "core/engine.h"
-#include "core/k8sdra.h"
-#include "core/k8sdra_ctld.h"
+#include "core/k8s_cons_tres.h"
+#include "core/k8s_cons_tres_ctld.h"
 #include "k8s_sync/engine_feed.h"
 
 #include <sys/resource.h>
@@ -46,7 +46,7 @@ long peak_rss_mib() {
 }
 
 size_t usable_nodes() {
-    auto engine = k8sdra::running_engine();
+    auto engine = k8s_cons_tres::running_engine();
     auto inv = engine ? engine->current() : nullptr;
     size_t n = 0;
     if (inv)
@@ -77,15 +77,15 @@ int main(int argc, char **argv) {
     const std::string conf = "/tmp/bench_feed.conf";
     std::ofstream(conf) << "Kubeconfig=" << kubeconfig << "\nDebugLevel=verbose\nStaleAfter=600\n";
     auto log = [](int level, const char *msg) {
-        if (level == K8SDRA_LOG_ERROR) std::fprintf(stderr, "%s\n", msg);
+        if (level == K8S_CONS_TRES_LOG_ERROR) std::fprintf(stderr, "%s\n", msg);
         if (g_first_build_ms.load() >= 0) return;
         if (std::strstr(msg, "listed at resourceVersion")) g_listed = Clock::now().time_since_epoch().count();
         if (const char *p = std::strstr(msg, " rebuilt in ")) g_first_build_ms = std::strtol(p + 12, nullptr, 10);
     };
-    k8sdra_start_args args{conf.c_str(), log, "bench", state_dir.empty() ? nullptr : state_dir.c_str(), 0};
+    k8s_cons_tres_start_args args{conf.c_str(), log, "bench", state_dir.empty() ? nullptr : state_dir.c_str(), 0};
     char err[512];
     const auto start = Clock::now();
-    if (k8sdra_start(&args, err, sizeof err) != K8SDRA_OK) {
+    if (k8s_cons_tres_start(&args, err, sizeof err) != K8S_CONS_TRES_OK) {
         std::fprintf(stderr, "start failed: %s\n", err);
         return 1;
     }
@@ -120,10 +120,10 @@ int main(int argc, char **argv) {
             "\",\"device\":\"gpu-0\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":"
             "[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"" + node + "\"]}]}]}}}}' >/dev/null";
         if (std::system(create.c_str()) != 0) return 1;
-        const uint64_t gen = k8sdra_view_generation();
+        const uint64_t gen = k8s_cons_tres_view_generation();
         if (std::system(allocate.c_str()) != 0) return 1;
         const auto t = Clock::now();
-        while (k8sdra_view_generation() == gen && seconds_since(t) < 120)
+        while (k8s_cons_tres_view_generation() == gen && seconds_since(t) < 120)
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         lags.push_back(seconds_since(t));
     }
@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     std::printf("| a pod's GPU claim seen by the engine (median of %zu; includes the 200 ms coalescing) | %.3f s |\n",
                 lags.size(), lags[lags.size() / 2]);
     const auto stop = Clock::now();
-    k8sdra_stop();
+    k8s_cons_tres_stop();
     std::printf("| stop | %.2f s |\n| peak RSS at the end | %ld MiB |\n", seconds_since(stop), peak_rss_mib());
     return std::system((kubectl + "delete resourceclaims --all >/dev/null").c_str()) == 0 ? 0 : 1;
 }

@@ -55,8 +55,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 using Clock = std::chrono::steady_clock;
 
 namespace {

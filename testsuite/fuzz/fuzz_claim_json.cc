@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::string text(reinterpret_cast<const char *>(data), size);

@@ -15,7 +15,7 @@
 
 namespace {
 
-char scratchDir[] = "/tmp/k8sdra-fuzz-kubeconfig-XXXXXX";
+char scratchDir[] = "/tmp/k8s_cons_tres-fuzz-kubeconfig-XXXXXX";
 
 void removeScratch() {
     std::remove((std::string(scratchDir) + "/kubeconfig").c_str());
@@ -40,9 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     fclose(f);
     try {
-        k8sdra::k8s::Config c = k8sdra::k8s::loadKubeconfig(path);
+        k8s_cons_tres::k8s::Config c = k8s_cons_tres::k8s::loadKubeconfig(path);
         (void)c;
-    } catch (const k8sdra::k8s::ConfigError &) {
+    } catch (const k8s_cons_tres::k8s::ConfigError &) {
     }
     return 0;
 }

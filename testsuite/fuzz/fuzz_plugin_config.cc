@@ -11,7 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::string text(reinterpret_cast<const char *>(data), size);
-    k8sdra::ConfigResult r = k8sdra::parse_plugin_config(text, "k8s_cons_tres.conf");
+    k8s_cons_tres::ConfigResult r = k8s_cons_tres::parse_plugin_config(text, "k8s_cons_tres.conf");
     if (r.config.has_value() == !r.error.empty())
         abort();  // exactly one of config and error
     if (!r.config && r.error.rfind("k8s_cons_tres.conf", 0) != 0)

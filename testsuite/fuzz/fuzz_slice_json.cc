@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 namespace {
 

@@ -114,10 +114,10 @@ def find_built(rel: str, what: str) -> Path:
 
 def find_inspect() -> Path:
     """k8s-cons-tres-inspect of the build the plugin comes from:
-    $K8SDRA_BUILDDIR, the build holding $K8S_CONS_TRES_PLUGIN, the newest of
+    $K8S_CONS_TRES_BUILDDIR, the build holding $K8S_CONS_TRES_PLUGIN, the newest of
     ./build and in-tree, else the installed one."""
     rel = "tools/k8s-cons-tres-inspect"
-    dirs = [os.environ.get("K8SDRA_BUILDDIR", "")]
+    dirs = [os.environ.get("K8S_CONS_TRES_BUILDDIR", "")]
     plugin = os.environ.get("K8S_CONS_TRES_PLUGIN")
     if plugin and Path(plugin).parent.name == ".libs":
         dirs.append(str(Path(plugin).parent.parent))
@@ -145,7 +145,7 @@ def inspect_recorded(slices, claims) -> dict:
 
 
 APISERVER = TOP / "testsuite" / "apiserver" / "k8s_test_apiserver.py"
-GENERATOR = "testsuite/fixtures/k8sdra_fixture_gen"
+GENERATOR = "testsuite/fixtures/k8s_cons_tres_fixture_gen"
 
 
 def rbac_rules(path: Path) -> list:

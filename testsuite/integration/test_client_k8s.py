@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The C++ Kubernetes client (k8s_client/) against the test API server,
-driven through testsuite/integration/k8sdra_client_probe: sync, watch,
+driven through testsuite/integration/k8s_cons_tres_client_probe: sync, watch,
 resume, relist, outages, faults, TLS and token errors, and the claim writer.
 
-The probe is found through $K8SDRA_CLIENT_PROBE, or under $K8SDRA_BUILDDIR
-(or the source tree) at testsuite/integration/k8sdra_client_probe."""
+The probe is found through $K8S_CONS_TRES_CLIENT_PROBE, or under $K8S_CONS_TRES_BUILDDIR
+(or the source tree) at testsuite/integration/k8s_cons_tres_client_probe."""
 import json
 import os
 import queue
@@ -24,19 +24,19 @@ FAST = ["--backoff-initial-ms", "100", "--backoff-cap-ms", "400"]
 
 
 def probe_path():
-    candidates = [os.environ.get("K8SDRA_CLIENT_PROBE", "")]
-    for base in (os.environ.get("K8SDRA_BUILDDIR", ""), str(TOP / "build"), str(TOP)):
+    candidates = [os.environ.get("K8S_CONS_TRES_CLIENT_PROBE", "")]
+    for base in (os.environ.get("K8S_CONS_TRES_BUILDDIR", ""), str(TOP / "build"), str(TOP)):
         if base:
-            candidates.append(os.path.join(base, "testsuite/integration/k8sdra_client_probe"))
+            candidates.append(os.path.join(base, "testsuite/integration/k8s_cons_tres_client_probe"))
     for c in candidates:
         if c and os.access(c, os.X_OK):
             return c
-    pytest.fail("k8sdra_client_probe not built: run build-aux/build.sh and make check "
-                "(or set K8SDRA_CLIENT_PROBE or K8SDRA_BUILDDIR)")
+    pytest.fail("k8s_cons_tres_client_probe not built: run build-aux/build.sh and make check "
+                "(or set K8S_CONS_TRES_CLIENT_PROBE or K8S_CONS_TRES_BUILDDIR)")
 
 
 class Probe:
-    """A running `k8sdra_client_probe watch`: its JSON lines are collected
+    """A running `k8s_cons_tres_client_probe watch`: its JSON lines are collected
     by a reader thread and waited on with bounded timeouts."""
 
     def __init__(self, *args):

@@ -110,10 +110,10 @@ def test_a_list_with_one_plugindir_or_source_tree_is_refused(tmp_path):
 
 
 def _main_build_libs() -> str:
-    """The Slurm-free libraries of the build the tests run ($K8SDRA_BUILDDIR),
+    """The Slurm-free libraries of the build the tests run ($K8S_CONS_TRES_BUILDDIR),
     in link order: linking them keeps this test to the plugins' own sources."""
-    build = Path(os.environ.get("K8SDRA_BUILDDIR") or TOP / "build")
-    libs = [build / "libk8sdra_sync.la", build / "libk8sdra_client.la", build / "libk8sdra_core.la"]
+    build = Path(os.environ.get("K8S_CONS_TRES_BUILDDIR") or TOP / "build")
+    libs = [build / "libk8s_cons_tres_sync.la", build / "libk8s_cons_tres_client.la", build / "libk8s_cons_tres_core.la"]
     if not all(p.is_file() for p in libs):
         pytest.skip(f"no built core and client libraries in {build}")
     return " ".join(map(str, libs))
@@ -140,7 +140,7 @@ def test_a_list_of_releases_builds_and_checks_one_plugin_per_release(tmp_path):
     assert "26.05.3" in (sub / "config.status").read_text()
 
     def make(*targets, **env):
-        return subprocess.run(["make", "-j2", *targets, f"K8SDRA_LIBS={libs}"], cwd=build,
+        return subprocess.run(["make", "-j2", *targets, f"K8S_CONS_TRES_LIBS={libs}"], cwd=build,
                               env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
 
     res = make("select_k8s_cons_tres.la", "release-plugins")

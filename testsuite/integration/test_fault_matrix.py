@@ -50,8 +50,8 @@ RESUME_BOUND = 45
 
 def _prefer_own_build(monkeypatch):
     """The harness finds the fixture generator in ./build or in-tree; take
-    it from $K8SDRA_BUILDDIR (the build the plugin comes from) when set."""
-    builddir = os.environ.get("K8SDRA_BUILDDIR")
+    it from $K8S_CONS_TRES_BUILDDIR (the build the plugin comes from) when set."""
+    builddir = os.environ.get("K8S_CONS_TRES_BUILDDIR")
     if not builddir:
         return
     original = cluster_mod.find_built

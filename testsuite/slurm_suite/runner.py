@@ -87,8 +87,8 @@ def _find_generator_in(build_dirs):
 
 def build_dirs_of(plugin: Path) -> list:
     dirs = []
-    if os.environ.get("K8SDRA_BUILDDIR"):
-        dirs.append(Path(os.environ["K8SDRA_BUILDDIR"]))
+    if os.environ.get("K8S_CONS_TRES_BUILDDIR"):
+        dirs.append(Path(os.environ["K8S_CONS_TRES_BUILDDIR"]))
     if plugin.parent.name == ".libs":
         dirs.append(plugin.parent.parent)
     return dirs

@@ -11,19 +11,19 @@
 #include <set>
 #include <string>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
-k8sdra_inventory *wrap_inventory(Inventory inv) {
-    auto *h = new k8sdra_inventory;
+k8s_cons_tres_inventory *wrap_inventory(Inventory inv) {
+    auto *h = new k8s_cons_tres_inventory;
     h->inv = std::move(inv);
     return h;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres
 
 namespace {
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 void put(char *buf, size_t len, const std::string &msg) {
     if (!buf || len == 0)
@@ -33,7 +33,7 @@ void put(char *buf, size_t len, const std::string &msg) {
     buf[n] = '\0';
 }
 
-// Runs f, turning exceptions into K8SDRA_EINTERNAL with a message.
+// Runs f, turning exceptions into K8S_CONS_TRES_EINTERNAL with a message.
 template <class F>
 int guarded(char *err, size_t errlen, F &&f) {
     try {
@@ -43,16 +43,16 @@ int guarded(char *err, size_t errlen, F &&f) {
     } catch (...) {
         put(err, errlen, "internal error");
     }
-    return K8SDRA_EINTERNAL;
+    return K8S_CONS_TRES_EINTERNAL;
 }
 
 int einval(char *err, size_t errlen, const std::string &msg) {
     put(err, errlen, msg);
-    return K8SDRA_EINVAL;
+    return K8S_CONS_TRES_EINVAL;
 }
 
 // The usable node, or nullptr with err set.
-NodeEntry *usable_node(k8sdra_inventory *inv, const char *node, char *err, size_t errlen) {
+NodeEntry *usable_node(k8s_cons_tres_inventory *inv, const char *node, char *err, size_t errlen) {
     NodeEntry *e = node ? inv->inv.node(node) : nullptr;
     if (!e) {
         put(err, errlen, std::string("unknown node ") + (node ? node : "(null)"));
@@ -65,7 +65,7 @@ NodeEntry *usable_node(k8sdra_inventory *inv, const char *node, char *err, size_
     return e;
 }
 
-Request to_request(const k8sdra_request &r) {
+Request to_request(const k8s_cons_tres_request &r) {
     Request q;
     q.cpus = r.cpus;
     q.whole_cores = r.whole_cores != 0;
@@ -75,7 +75,7 @@ Request to_request(const k8sdra_request &r) {
     return q;
 }
 
-k8sdra_score to_c(const Score &s) {
+k8s_cons_tres_score to_c(const Score &s) {
     return {s.numa_nodes, s.l3_groups, s.sockets, s.cores, s.gpu_distance,
             s.free_in_numa, s.free_in_l3};
 }
@@ -93,9 +93,9 @@ bool copy_out(const std::vector<uint32_t> &v, uint32_t *dst, size_t cap, size_t 
 
 extern "C" {
 
-int k8sdra_inventory_from_synthetic(const char *synthetic, const char *const *nodes,
+int k8s_cons_tres_inventory_from_synthetic(const char *synthetic, const char *const *nodes,
                                     size_t nnodes, uint32_t gpus_per_node,
-                                    k8sdra_inventory **out, char *err, size_t errlen) {
+                                    k8s_cons_tres_inventory **out, char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         if (!synthetic || !out || (nnodes && !nodes))
             return einval(err, errlen, "synthetic, nodes and out are required");
@@ -110,13 +110,13 @@ int k8sdra_inventory_from_synthetic(const char *synthetic, const char *const *no
             slices.insert(slices.end(), f.slices.begin(), f.slices.end());
         }
         *out = wrap_inventory(Inventory::build(slices, {}));
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
-void k8sdra_inventory_free(k8sdra_inventory *inv) { delete inv; }
+void k8s_cons_tres_inventory_free(k8s_cons_tres_inventory *inv) { delete inv; }
 
-int k8sdra_node_check(k8sdra_inventory *inv, const char *node, const k8sdra_slurm_node *slurm,
+int k8s_cons_tres_node_check(k8s_cons_tres_inventory *inv, const char *node, const k8s_cons_tres_slurm_node *slurm,
                       int *state, char *reason, size_t reasonlen) {
     return guarded(reason, reasonlen, [&] {
         if (!inv || !node || !state)
@@ -125,10 +125,10 @@ int k8sdra_node_check(k8sdra_inventory *inv, const char *node, const k8sdra_slur
         put(reason, reasonlen, "");
         const NodeEntry *e = inv->inv.node(node);
         if (!e) {
-            *state = K8SDRA_NODE_UNKNOWN;
+            *state = K8S_CONS_TRES_NODE_UNKNOWN;
             put(reason, reasonlen, std::string("no ResourceSlices for node ") + node);
         } else if (!e->usable()) {
-            *state = K8SDRA_NODE_INVALID;
+            *state = K8S_CONS_TRES_NODE_INVALID;
             put(reason, reasonlen, e->invalid);
         } else if (std::string diff = slurm ? slurm_mismatch(e->topology,
                                                              {slurm->sockets,
@@ -137,16 +137,16 @@ int k8sdra_node_check(k8sdra_inventory *inv, const char *node, const k8sdra_slur
                                                               slurm->gpus})
                                             : std::string();
                    !diff.empty()) {
-            *state = K8SDRA_NODE_MISMATCH;
+            *state = K8S_CONS_TRES_NODE_MISMATCH;
             put(reason, reasonlen, diff);
         } else {
-            *state = K8SDRA_NODE_OK;
+            *state = K8S_CONS_TRES_NODE_OK;
         }
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
-int k8sdra_node_free(k8sdra_inventory *inv, const char *node, k8sdra_free_counts *out,
+int k8s_cons_tres_node_free(k8s_cons_tres_inventory *inv, const char *node, k8s_cons_tres_free_counts *out,
                      char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         if (!inv || !out)
@@ -154,15 +154,15 @@ int k8sdra_node_free(k8sdra_inventory *inv, const char *node, k8sdra_free_counts
         std::lock_guard<std::mutex> lock(inv->mu);
         const NodeEntry *e = usable_node(inv, node, err, errlen);
         if (!e)
-            return static_cast<int>(K8SDRA_EINVAL);
+            return static_cast<int>(K8S_CONS_TRES_EINVAL);
         out->cpus = e->ledger.free_cpu_count();
         out->cores = e->ledger.free_core_count(*e->topology.cpu);
         out->gpus = e->ledger.free_gpu_count();
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
-int k8sdra_k8s_held(k8sdra_inventory *inv, const char *node, uint32_t *cores, size_t core_cap,
+int k8s_cons_tres_k8s_held(k8s_cons_tres_inventory *inv, const char *node, uint32_t *cores, size_t core_cap,
                     size_t *ncores, uint32_t *gres, size_t gres_cap, size_t *ngres, char *err,
                     size_t errlen) {
     return guarded(err, errlen, [&] {
@@ -171,7 +171,7 @@ int k8sdra_k8s_held(k8sdra_inventory *inv, const char *node, uint32_t *cores, si
         std::lock_guard<std::mutex> lock(inv->mu);
         const NodeEntry *e = usable_node(inv, node, err, errlen);
         if (!e)
-            return static_cast<int>(K8SDRA_EINVAL);
+            return static_cast<int>(K8S_CONS_TRES_EINVAL);
         const CpuTopology &t = *e->topology.cpu;
         const Words held = e->ledger.held_cpus(Holder::Kind::Claim);
         std::set<uint32_t> core_set;
@@ -184,19 +184,19 @@ int k8sdra_k8s_held(k8sdra_inventory *inv, const char *node, uint32_t *cores, si
         const bool ok2 = copy_out(gpus, gres, gres_cap, ngres);
         if (!ok1 || !ok2)
             return einval(err, errlen, "output array too small");
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
-int k8sdra_place(k8sdra_inventory *inv, const char *node, const k8sdra_request *req,
-                 k8sdra_placement *out, char *err, size_t errlen) {
+int k8s_cons_tres_place(k8s_cons_tres_inventory *inv, const char *node, const k8s_cons_tres_request *req,
+                 k8s_cons_tres_placement *out, char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         if (!inv || !req || !out)
             return einval(err, errlen, "inv, req and out are required");
         std::lock_guard<std::mutex> lock(inv->mu);
         const NodeEntry *e = usable_node(inv, node, err, errlen);
         if (!e)
-            return static_cast<int>(K8SDRA_EINVAL);
+            return static_cast<int>(K8S_CONS_TRES_EINVAL);
         const Placement p = place(e->view(), to_request(*req));
         out->fits = p.fits;
         put(out->reason, sizeof out->reason, p.reason);
@@ -216,7 +216,7 @@ int k8sdra_place(k8sdra_inventory *inv, const char *node, const k8sdra_request *
         const bool gres_ok = copy_out(p.gpus, out->gres, out->gres_cap, &out->ngres);
         if (!(cpus_ok && cores_ok && gres_ok))
             return einval(err, errlen, "output array too small");
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
@@ -224,11 +224,11 @@ int k8sdra_place(k8sdra_inventory *inv, const char *node, const k8sdra_request *
 
 namespace {
 
-using Ranker = std::vector<RankEntry> (*)(k8sdra_inventory *, const std::vector<NodeView> &,
+using Ranker = std::vector<RankEntry> (*)(k8s_cons_tres_inventory *, const std::vector<NodeView> &,
                                           const Request &);
 
-int rank_with(Ranker ranker, k8sdra_inventory *inv, const char *const *nodes, size_t nnodes,
-              const k8sdra_request *req, size_t *order, int *fits, k8sdra_score *scores,
+int rank_with(Ranker ranker, k8s_cons_tres_inventory *inv, const char *const *nodes, size_t nnodes,
+              const k8s_cons_tres_request *req, size_t *order, int *fits, k8s_cons_tres_score *scores,
               char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         if (!inv || !req || !order || !fits || (nnodes && !nodes))
@@ -250,7 +250,7 @@ int rank_with(Ranker ranker, k8sdra_inventory *inv, const char *const *nodes, si
             if (scores)
                 scores[i] = to_c(ranked[i].score);
         }
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
@@ -258,23 +258,23 @@ int rank_with(Ranker ranker, k8sdra_inventory *inv, const char *const *nodes, si
 
 extern "C" {
 
-int k8sdra_rank(k8sdra_inventory *inv, const char *const *nodes, size_t nnodes,
-                const k8sdra_request *req, size_t *order, int *fits, k8sdra_score *scores,
+int k8s_cons_tres_rank(k8s_cons_tres_inventory *inv, const char *const *nodes, size_t nnodes,
+                const k8s_cons_tres_request *req, size_t *order, int *fits, k8s_cons_tres_score *scores,
                 char *err, size_t errlen) {
-    const Ranker exact = [](k8sdra_inventory *h, const std::vector<NodeView> &views,
+    const Ranker exact = [](k8s_cons_tres_inventory *h, const std::vector<NodeView> &views,
                             const Request &r) { return h->ranks.rank(views, r); };
     return rank_with(exact, inv, nodes, nnodes, req, order, fits, scores, err, errlen);
 }
 
-int k8sdra_rank_coarse(k8sdra_inventory *inv, const char *const *nodes, size_t nnodes,
-                       const k8sdra_request *req, size_t *order, int *fits,
-                       k8sdra_score *scores, char *err, size_t errlen) {
-    const Ranker coarse = [](k8sdra_inventory *, const std::vector<NodeView> &views,
+int k8s_cons_tres_rank_coarse(k8s_cons_tres_inventory *inv, const char *const *nodes, size_t nnodes,
+                       const k8s_cons_tres_request *req, size_t *order, int *fits,
+                       k8s_cons_tres_score *scores, char *err, size_t errlen) {
+    const Ranker coarse = [](k8s_cons_tres_inventory *, const std::vector<NodeView> &views,
                              const Request &r) { return rank_nodes_coarse(views, r); };
     return rank_with(coarse, inv, nodes, nnodes, req, order, fits, scores, err, errlen);
 }
 
-int k8sdra_job_begin(k8sdra_inventory *inv, const char *node, uint32_t job_id,
+int k8s_cons_tres_job_begin(k8s_cons_tres_inventory *inv, const char *node, uint32_t job_id,
                      const uint32_t *cores, size_t ncores, const uint32_t *gres, size_t ngres,
                      char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
@@ -283,7 +283,7 @@ int k8sdra_job_begin(k8sdra_inventory *inv, const char *node, uint32_t job_id,
         std::lock_guard<std::mutex> lock(inv->mu);
         const NodeEntry *e = usable_node(inv, node, err, errlen);
         if (!e)
-            return static_cast<int>(K8SDRA_EINVAL);
+            return static_cast<int>(K8S_CONS_TRES_EINVAL);
         const CpuTopology &t = *e->topology.cpu;
         std::vector<uint32_t> cpus;
         for (size_t i = 0; i < ncores; ++i) {
@@ -296,19 +296,19 @@ int k8sdra_job_begin(k8sdra_inventory *inv, const char *node, uint32_t job_id,
         std::string why;
         if (!inv->inv.job_begin(e->name, job_id, cpus, {gres, gres + ngres}, &why))
             return einval(err, errlen, why);
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 
-int k8sdra_job_end(k8sdra_inventory *inv, uint32_t job_id, size_t *nodes) {
+int k8s_cons_tres_job_end(k8s_cons_tres_inventory *inv, uint32_t job_id, size_t *nodes) {
     return guarded(nullptr, 0, [&] {
         if (!inv)
-            return static_cast<int>(K8SDRA_EINVAL);
+            return static_cast<int>(K8S_CONS_TRES_EINVAL);
         std::lock_guard<std::mutex> lock(inv->mu);
         const size_t n = inv->inv.job_end(job_id);
         if (nodes)
             *nodes = n;
-        return static_cast<int>(K8SDRA_OK);
+        return static_cast<int>(K8S_CONS_TRES_OK);
     });
 }
 

@@ -11,7 +11,7 @@
 #include <random>
 #include <tuple>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 struct TopologyDeleter {
@@ -401,4 +401,4 @@ FixtureResult fixture_from_this_machine(const FixtureOptions &o) {
     return load_and_generate(o, [](hwloc_topology_t) { return 0; }, "this machine's topology");
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

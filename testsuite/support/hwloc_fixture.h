@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 enum class CpuMode { Individual, GroupNuma, GroupSocket, GroupMachine };
 
@@ -66,4 +66,4 @@ FixtureResult fixture_from_synthetic(const std::string &description, const Fixtu
 FixtureResult fixture_from_xml(const std::string &path, const FixtureOptions &o);
 FixtureResult fixture_from_this_machine(const FixtureOptions &o);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <bit>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 // rank_nodes()'s order: it stable-sorts by (fits, score), so ties keep
@@ -150,4 +150,4 @@ size_t RankIndex::heap_bytes() const {
     return b;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 // Request shapes (request and budget) an index keeps at once.
 inline constexpr size_t kRankShapes = 16;
@@ -88,4 +88,4 @@ private:
     std::vector<uint64_t> words_, other_;
 };
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

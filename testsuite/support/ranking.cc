@@ -7,7 +7,7 @@
 #include <climits>
 #include <cstdint>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 namespace {
 
 // Which per-NUMA count gives a request's capacity, and with what factor.
@@ -159,4 +159,4 @@ std::vector<RankEntry> rank_nodes_coarse(const std::vector<NodeView> &nodes, con
     return out;
 }
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-namespace k8sdra {
+namespace k8s_cons_tres {
 
 struct RankEntry {
     size_t node = 0;  // index into the input
@@ -32,4 +32,4 @@ std::vector<RankEntry> rank_nodes(const std::vector<NodeView> &nodes, const Requ
 // fields are 0. Use place() on the nodes finally chosen.
 std::vector<RankEntry> rank_nodes_coarse(const std::vector<NodeView> &nodes, const Request &req);
 
-}  // namespace k8sdra
+}  // namespace k8s_cons_tres

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres::k8s;
 using namespace std::chrono;
 using ms = milliseconds;
 

@@ -13,8 +13,8 @@
 
 #include <memory>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 using Kind = GateState::Kind;
 
 namespace {

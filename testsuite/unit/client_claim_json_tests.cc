@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
-using k8sdra::test::readFixture;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
+using k8s_cons_tres::test::readFixture;
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <thread>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 
 namespace {
 

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra::k8s;
-using k8sdra::test::TempDir;
+using namespace k8s_cons_tres::k8s;
+using k8s_cons_tres::test::TempDir;
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <random>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 
 TEST_CASE("copies are independent snapshots", "[cowmap]") {
     CowMap<int> m;

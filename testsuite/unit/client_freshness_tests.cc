@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres::k8s;
 using namespace std::chrono_literals;
 
 namespace {

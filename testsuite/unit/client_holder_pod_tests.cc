@@ -10,8 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 
 namespace {
 

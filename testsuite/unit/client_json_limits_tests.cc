@@ -9,8 +9,8 @@
 
 #include <chrono>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres::k8s;
 
 TEST_CASE("watch stream objects are split at any chunk boundary", "[stream]") {
     std::string events =
@@ -24,9 +24,9 @@ TEST_CASE("watch stream objects are split at any chunk boundary", "[stream]") {
         INFO(chunk);
         REQUIRE(out.size() == 3);
         rapidjson::Document d;
-        k8sdra::json::parse(d, out[0]);
+        k8s_cons_tres::json::parse(d, out[0]);
         CHECK(std::string(d["object"]["metadata"]["name"].GetString()) == "a}{\"");
-        k8sdra::json::parse(d, out[2]);
+        k8s_cons_tres::json::parse(d, out[2]);
         CHECK(std::string(d["type"].GetString()) == "DELETED");
         CHECK(sp.buffered() == 0);
     }
@@ -37,10 +37,10 @@ TEST_CASE("garbage between objects is an error", "[stream]") {
     std::string obj;
     sp.feed("{} x", 4);
     CHECK(sp.next(obj));
-    CHECK_THROWS_AS(sp.next(obj), k8sdra::json::Error);
+    CHECK_THROWS_AS(sp.next(obj), k8s_cons_tres::json::Error);
     JsonStreamSplitter sp2;
     sp2.feed("}", 1);
-    CHECK_THROWS_AS(sp2.next(obj), k8sdra::json::Error);
+    CHECK_THROWS_AS(sp2.next(obj), k8s_cons_tres::json::Error);
 }
 
 TEST_CASE("Status bodies are summarised with their causes", "[status]") {

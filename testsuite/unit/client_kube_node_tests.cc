@@ -4,14 +4,14 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres::k8s;
 
 namespace {
 // Through json::parse, as the informer decodes: rapidjson's SSE2 scan may
 // read past the end of a bare C string, which ASan rightly reports.
 KubeNode decode(const char *text) {
     rapidjson::Document d;
-    k8sdra::json::parse(d, text);
+    k8s_cons_tres::json::parse(d, text);
     return decodeKubeNode(d);
 }
 }  // namespace

@@ -9,7 +9,7 @@
 #include <regex>
 #include <unistd.h>
 
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres::k8s;
 
 TEST_CASE("distinct cluster names never share a Lease") {
     CHECK(leaseName("hpc1") == "slurm-k8s-cons-tres-hpc1");

@@ -6,15 +6,15 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres::k8s;
 
 namespace {
 
 // What Informer::list reads from the fully parsed page.
 std::string parsedContinue(std::string text) {
     rapidjson::Document d;
-    k8sdra::json::parseInsitu(d, text);
-    return k8sdra::json::getString(k8sdra::json::requireObject(d, "metadata", "list"), "continue");
+    k8s_cons_tres::json::parseInsitu(d, text);
+    return k8s_cons_tres::json::getString(k8s_cons_tres::json::requireObject(d, "metadata", "list"), "continue");
 }
 
 }  // namespace

@@ -16,9 +16,9 @@
 #include <random>
 #include <set>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
-using k8sdra::test::slice;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
+using k8s_cons_tres::test::slice;
 
 namespace {
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// k8sdra_start, the plugin's one start-up call, wires the engine to the
+// k8s_cons_tres_start, the plugin's one start-up call, wires the engine to the
 // EngineFeed explicitly (k8s_sync/start.cc): a configuration the feed
 // cannot use fails the start with the feed's own reason.
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 
 #include <catch2/catch.hpp>
 
@@ -12,17 +12,17 @@
 #include <string>
 #include <unistd.h>
 
-TEST_CASE("k8sdra_start hands the engine the Kubernetes feed") {
-    char path[] = "/tmp/k8sdra_start_XXXXXX";
+TEST_CASE("k8s_cons_tres_start hands the engine the Kubernetes feed") {
+    char path[] = "/tmp/k8s_cons_tres_start_XXXXXX";
     const int fd = mkstemp(path);
     REQUIRE(fd >= 0);
     close(fd);
-    std::ofstream(path) << "Kubeconfig=/nonexistent/k8sdra-test/kubeconfig\n";
-    k8sdra_start_args args{path, nullptr, "testcluster", nullptr, 0};
+    std::ofstream(path) << "Kubeconfig=/nonexistent/k8s_cons_tres-test/kubeconfig\n";
+    k8s_cons_tres_start_args args{path, nullptr, "testcluster", nullptr, 0};
     char err[512] = "";
-    CHECK(k8sdra_start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(k8s_cons_tres_start(&args, err, sizeof err) == K8S_CONS_TRES_EINVAL);
     // the feed's reason (it read the kubeconfig), not "no Kubernetes client"
-    CHECK(std::string(err).find("/nonexistent/k8sdra-test/kubeconfig") != std::string::npos);
-    CHECK(k8sdra_running() == 0);
+    CHECK(std::string(err).find("/nonexistent/k8s_cons_tres-test/kubeconfig") != std::string::npos);
+    CHECK(k8s_cons_tres_running() == 0);
     std::remove(path);
 }

@@ -9,14 +9,14 @@
 #include <sstream>
 #include <string>
 
-#ifndef K8SDRA_FIXTURE_DIR
-#define K8SDRA_FIXTURE_DIR "testsuite/fixtures/json"
+#ifndef K8S_CONS_TRES_FIXTURE_DIR
+#define K8S_CONS_TRES_FIXTURE_DIR "testsuite/fixtures/json"
 #endif
 
-namespace k8sdra::test {
+namespace k8s_cons_tres::test {
 
 inline std::string readFixture(const std::string &name) {
-    std::ifstream in(std::string(K8SDRA_FIXTURE_DIR) + "/" + name);
+    std::ifstream in(std::string(K8S_CONS_TRES_FIXTURE_DIR) + "/" + name);
     if (!in)
         throw std::runtime_error("missing fixture " + name);
     std::ostringstream ss;
@@ -27,7 +27,7 @@ inline std::string readFixture(const std::string &name) {
 class TempDir {
 public:
     TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "k8sdra-XXXXXX").string();
+        std::string tmpl = (std::filesystem::temp_directory_path() / "k8s_cons_tres-XXXXXX").string();
         if (!mkdtemp(tmpl.data()))
             throw std::runtime_error("mkdtemp failed");
         path_ = tmpl;
@@ -50,4 +50,4 @@ private:
     std::string path_;
 };
 
-}  // namespace k8sdra::test
+}  // namespace k8s_cons_tres::test

@@ -12,8 +12,8 @@
 
 #include <algorithm>
 
-using namespace k8sdra;
-using namespace k8sdra::test;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::test;
 
 namespace {
 

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra;
-using k8sdra::test::make_node;
+using namespace k8s_cons_tres;
+using k8s_cons_tres::test::make_node;
 
 namespace {
 

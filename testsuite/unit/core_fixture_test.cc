@@ -12,7 +12,7 @@
 #include <set>
 #include <unistd.h>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 namespace {
 

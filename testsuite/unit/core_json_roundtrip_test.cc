@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 TEST_CASE("fixture slices survive JSON and rebuild the same model", "[fixture][json]") {
     for (CpuMode mode : {CpuMode::Individual, CpuMode::GroupNuma}) {

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra;
-using namespace k8sdra::test;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::test;
 
 namespace {
 Words cpus_of(size_t words, std::initializer_list<size_t> idx) {

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-using namespace k8sdra;
-using namespace k8sdra::test;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::test;
 
 TEST_CASE("individual dra.cpu devices build the tree in Slurm order", "[model]") {
     auto s = slice("n1", kCpuDriver, small_smt_cpus());

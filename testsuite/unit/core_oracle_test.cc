@@ -14,8 +14,8 @@
 #include <optional>
 #include <random>
 
-using namespace k8sdra;
-using namespace k8sdra::test;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::test;
 
 namespace {
 

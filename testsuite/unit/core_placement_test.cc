@@ -12,8 +12,8 @@
 #include <random>
 #include <set>
 
-using namespace k8sdra;
-using namespace k8sdra::test;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::test;
 
 namespace {
 
@@ -32,7 +32,7 @@ struct Fixture {
         return {topo.cpu.get(), topo.gpus.data(), topo.gpus.size(), ledger.free_cpus().data(),
                 ledger.free_gpus()};
     }
-    Placement place(const Request &r) const { return k8sdra::place(view(), r); }
+    Placement place(const Request &r) const { return k8s_cons_tres::place(view(), r); }
     std::set<uint32_t> numas(const Placement &p) const {
         std::set<uint32_t> s;
         for (uint32_t c : p.cpus)
@@ -517,7 +517,7 @@ TEST_CASE("budget: the fallback only starts past the exact search's own count",
                     Request r = cpus(n, round % 3 == 2 ? 1 : 0, round % 3 == 1);
                     r.gpus = g;
                     INFO("shape " << s << " round " << round << " cpus " << n << " gpus " << g);
-                    const Placement exact = k8sdra::place(f.view(), r, {UINT64_MAX});
+                    const Placement exact = k8s_cons_tres::place(f.view(), r, {UINT64_MAX});
                     const Placement dflt = f.place(r);
                     if (!exact.fits) {
                         CHECK_FALSE(dflt.fits);
@@ -530,7 +530,7 @@ TEST_CASE("budget: the fallback only starts past the exact search's own count",
                     CHECK(dflt.stats.exact);
                     CHECK(dflt.cpus == exact.cpus);
                     // Exactly at its count: the same answer, no fallback.
-                    const Placement at = k8sdra::place(f.view(), r, {need});
+                    const Placement at = k8s_cons_tres::place(f.view(), r, {need});
                     CHECK(at.stats.exact);
                     CHECK(at.stats.greedy_sets == 0);
                     CHECK(at.stats.candidates == need);
@@ -538,7 +538,7 @@ TEST_CASE("budget: the fallback only starts past the exact search's own count",
                     CHECK(at.gpus == exact.gpus);
                     CHECK(at.score == exact.score);
                     // One short: the fallback, valid and never better.
-                    const Placement below = k8sdra::place(f.view(), r, {need - 1});
+                    const Placement below = k8s_cons_tres::place(f.view(), r, {need - 1});
                     CHECK_FALSE(below.stats.exact);
                     CHECK(below.stats.candidates <= need - 1);
                     check_valid(f, r, below);
@@ -568,7 +568,7 @@ TEST_CASE("budget: rank_nodes uses the same budget as place", "[placement][budge
         const auto ranked = rank_nodes(views, r, SearchOptions{budget});
         REQUIRE(ranked.size() == 2);
         for (const RankEntry &e : ranked) {
-            const Placement p = k8sdra::place(views[e.node], r, SearchOptions{budget});
+            const Placement p = k8s_cons_tres::place(views[e.node], r, SearchOptions{budget});
             CHECK(e.fits == p.fits);
             CHECK(e.score == p.score);
         }

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-using namespace k8sdra;
-using namespace k8sdra::test;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::test;
 
 namespace {
 

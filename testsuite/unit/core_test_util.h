@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace k8sdra::test {
+namespace k8s_cons_tres::test {
 
 // One NUMA node: its socket, L3 groups (cores per group) and threads per core.
 struct NumaSpec {
@@ -125,4 +125,4 @@ inline std::vector<Device> small_smt_cpus() {
     return out;
 }
 
-}  // namespace k8sdra::test
+}  // namespace k8s_cons_tres::test

@@ -9,7 +9,7 @@
 
 #include <random>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <tuple>
 
-using namespace k8sdra;
+using namespace k8s_cons_tres;
 
 namespace {
 

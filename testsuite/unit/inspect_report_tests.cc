@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-using namespace k8sdra;
-using namespace k8sdra::inspect;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::inspect;
 
 namespace {
 
-std::string fixture(const std::string &name) { return std::string(K8SDRA_FIXTURE_DIR) + "/" + name; }
+std::string fixture(const std::string &name) { return std::string(K8S_CONS_TRES_FIXTURE_DIR) + "/" + name; }
 
 std::vector<ResourceSlice> slices(std::initializer_list<const char *> files) {
     std::vector<ResourceSlice> out;

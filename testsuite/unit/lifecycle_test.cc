@@ -11,7 +11,7 @@
 
 #include "core/engine.h"
 #include "core/feed.h"
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 
 namespace {
 std::mutex log_mu;
@@ -26,40 +26,40 @@ bool logged(const std::string &needle) {
         if (l.find(needle) != std::string::npos) return true;
     return false;
 }
-// k8sdra_start is the start-up's (k8s_sync/start.cc): it hands start_core
+// k8s_cons_tres_start is the start-up's (k8s_sync/start.cc): it hands start_core
 // the EngineFeed. These tests hand it theirs, or none.
-int start(const k8sdra_start_args *args, char *err, size_t errlen, const k8sdra::FeedFactory &feed = {}) {
-    return k8sdra::start_core(args, feed, err, errlen);
+int start(const k8s_cons_tres_start_args *args, char *err, size_t errlen, const k8s_cons_tres::FeedFactory &feed = {}) {
+    return k8s_cons_tres::start_core(args, feed, err, errlen);
 }
 }  // namespace
 
 TEST_CASE("core starts once, refuses a second start, and stops cleanly") {
-    k8sdra_start_args args{};
+    k8s_cons_tres_start_args args{};
     args.log = capture;
     char err[128];
-    REQUIRE(k8sdra_running() == 0);
-    REQUIRE(start(&args, err, sizeof err) == K8SDRA_OK);
+    REQUIRE(k8s_cons_tres_running() == 0);
+    REQUIRE(start(&args, err, sizeof err) == K8S_CONS_TRES_OK);
     CHECK(std::strlen(err) == 0);
-    CHECK(k8sdra_running() == 1);
-    CHECK(logged(std::string("1:core ") + k8sdra_version() + " started; Kubernetes integration off"));
+    CHECK(k8s_cons_tres_running() == 1);
+    CHECK(logged(std::string("1:core ") + k8s_cons_tres_version() + " started; Kubernetes integration off"));
 
-    CHECK(start(&args, err, sizeof err) == K8SDRA_ESTATE);
+    CHECK(start(&args, err, sizeof err) == K8S_CONS_TRES_ESTATE);
     CHECK(std::string(err) == "core already started");
 
-    k8sdra_stop();
-    CHECK(k8sdra_running() == 0);
-    k8sdra_stop();  // twice is harmless
-    CHECK(k8sdra_running() == 0);
+    k8s_cons_tres_stop();
+    CHECK(k8s_cons_tres_running() == 0);
+    k8s_cons_tres_stop();  // twice is harmless
+    CHECK(k8s_cons_tres_running() == 0);
 
     // and it can start again after a stop (slurmctld reconfigure re-inits)
-    REQUIRE(start(&args, err, sizeof err) == K8SDRA_OK);
-    k8sdra_stop();
+    REQUIRE(start(&args, err, sizeof err) == K8S_CONS_TRES_OK);
+    k8s_cons_tres_stop();
 }
 
 TEST_CASE("core start tolerates a NULL argument block and no logger") {
-    REQUIRE(start(nullptr, nullptr, 0) == K8SDRA_OK);
-    CHECK(k8sdra_running() == 1);
-    k8sdra_stop();
+    REQUIRE(start(nullptr, nullptr, 0) == K8S_CONS_TRES_OK);
+    CHECK(k8s_cons_tres_running() == 1);
+    k8s_cons_tres_stop();
 }
 
 namespace {
@@ -75,69 +75,69 @@ std::string write_temp(const std::string &text) {
 
 TEST_CASE("a bad configuration file stops the start with the file's own error") {
     const std::string path = write_temp("InCluster=yes\nColour=blue\n");
-    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
+    k8s_cons_tres_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
-    CHECK(start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(start(&args, err, sizeof err) == K8S_CONS_TRES_EINVAL);
     CHECK(std::string(err).find(path + ":2: unknown key 'Colour'") == 0);
-    CHECK(k8sdra_running() == 0);
+    CHECK(k8s_cons_tres_running() == 0);
     std::remove(path.c_str());
 }
 
 
 namespace {
 int g_feeds_alive = 0;
-struct FakeFeed : k8sdra::Feed {
+struct FakeFeed : k8s_cons_tres::Feed {
     FakeFeed() { ++g_feeds_alive; }
     ~FakeFeed() override { --g_feeds_alive; }
 };
 }  // namespace
 
 TEST_CASE("a good configuration starts the feed it is handed; stop ends it") {
-    std::shared_ptr<k8sdra::Engine> seen;
-    const k8sdra::FeedFactory feed = [&](std::shared_ptr<k8sdra::Engine> engine, k8sdra::FeedLog,
-                                         std::string *) -> std::unique_ptr<k8sdra::Feed> {
+    std::shared_ptr<k8s_cons_tres::Engine> seen;
+    const k8s_cons_tres::FeedFactory feed = [&](std::shared_ptr<k8s_cons_tres::Engine> engine, k8s_cons_tres::FeedLog,
+                                         std::string *) -> std::unique_ptr<k8s_cons_tres::Feed> {
         seen = engine;
         return std::make_unique<FakeFeed>();
     };
     const std::string path = write_temp("InCluster=yes\nClaimNamespace=hpc\n");
-    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
+    k8s_cons_tres_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
-    REQUIRE(start(&args, err, sizeof err, feed) == K8SDRA_OK);
+    REQUIRE(start(&args, err, sizeof err, feed) == K8S_CONS_TRES_OK);
     CHECK(logged("started; configuration " + path));
     CHECK(g_feeds_alive == 1);
     REQUIRE(seen);
-    CHECK(seen == k8sdra::running_engine());
+    CHECK(seen == k8s_cons_tres::running_engine());
     CHECK(seen->config()->claim_namespace == "hpc");
     CHECK(seen->config()->cluster_label == "testcluster");  // from Slurm when not set
-    k8sdra_stop();
+    k8s_cons_tres_stop();
     CHECK(g_feeds_alive == 0);
-    CHECK(k8sdra::running_engine() == nullptr);
+    CHECK(k8s_cons_tres::running_engine() == nullptr);
     std::remove(path.c_str());
 }
 
 TEST_CASE("a feed that cannot start fails the start with its reason") {
-    const k8sdra::FeedFactory feed = [](std::shared_ptr<k8sdra::Engine>, k8sdra::FeedLog,
-                                        std::string *error) -> std::unique_ptr<k8sdra::Feed> {
+    const k8s_cons_tres::FeedFactory feed = [](std::shared_ptr<k8s_cons_tres::Engine>, k8s_cons_tres::FeedLog,
+                                        std::string *error) -> std::unique_ptr<k8s_cons_tres::Feed> {
         *error = "kubeconfig /x: no such file";
         return nullptr;
     };
     const std::string path = write_temp("Kubeconfig=/x\n");
-    k8sdra_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
+    k8s_cons_tres_start_args args{path.c_str(), capture, "testcluster", nullptr, 0};
     char err[256];
-    CHECK(start(&args, err, sizeof err, feed) == K8SDRA_EINVAL);
+    CHECK(start(&args, err, sizeof err, feed) == K8S_CONS_TRES_EINVAL);
     CHECK(std::string(err) == "kubeconfig /x: no such file");
-    CHECK(k8sdra_running() == 0);
-    CHECK(start(&args, err, sizeof err) == K8SDRA_EINVAL);
+    CHECK(k8s_cons_tres_running() == 0);
+    CHECK(start(&args, err, sizeof err) == K8S_CONS_TRES_EINVAL);
     CHECK(std::string(err) == "this build has no Kubernetes client to feed the core");
     std::remove(path.c_str());
 }
 
 TEST_CASE("a missing configuration file means integration off") {
     char err[256];
-    k8sdra_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture, nullptr, nullptr, 0};
-    REQUIRE(start(&missing, err, sizeof err) == K8SDRA_OK);
+    k8s_cons_tres_start_args missing{"/nonexistent/k8s_cons_tres.conf", capture, nullptr, nullptr, 0};
+    REQUIRE(start(&missing, err, sizeof err) == K8S_CONS_TRES_OK);
     CHECK(logged("no /nonexistent/k8s_cons_tres.conf: Kubernetes integration is OFF"));
-    REQUIRE(k8sdra::running_engine());
-    CHECK_FALSE(k8sdra::running_engine()->integration_on());
-    k8sdra_stop();
+    REQUIRE(k8s_cons_tres::running_engine());
+    CHECK_FALSE(k8s_cons_tres::running_engine()->integration_on());
+    k8s_cons_tres_stop();
 }

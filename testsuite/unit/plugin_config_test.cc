@@ -8,7 +8,7 @@
 
 #include "core/plugin_config.h"
 
-using k8sdra::parse_plugin_config;
+using k8s_cons_tres::parse_plugin_config;
 
 namespace {
 std::string error_of(const std::string &text) {
@@ -110,7 +110,7 @@ TEST_CASE("exactly one way to reach the API server") {
 }
 
 TEST_CASE("loading a file: missing file is a clear error, a real file parses") {
-    auto missing = k8sdra::load_plugin_config("/nonexistent/k8s_cons_tres.conf");
+    auto missing = k8s_cons_tres::load_plugin_config("/nonexistent/k8s_cons_tres.conf");
     REQUIRE_FALSE(missing.config);
     CHECK(missing.error.find("/nonexistent/k8s_cons_tres.conf: cannot read") == 0);
 
@@ -119,14 +119,14 @@ TEST_CASE("loading a file: missing file is a clear error, a real file parses") {
     REQUIRE(fd >= 0);
     close(fd);
     std::ofstream(path) << "InCluster=yes\nDebugLevel=verbose\n";
-    auto r = k8sdra::load_plugin_config(path);
+    auto r = k8s_cons_tres::load_plugin_config(path);
     std::remove(path);
     REQUIRE(r.config);
     CHECK(r.config->log_level == 2);
 }
 
 TEST_CASE("the shipped example configuration is valid") {
-    auto r = k8sdra::load_plugin_config(K8SDRA_SRCDIR "/etc/k8s_cons_tres.conf.example");
+    auto r = k8s_cons_tres::load_plugin_config(K8S_CONS_TRES_SRCDIR "/etc/k8s_cons_tres.conf.example");
     INFO(r.error);
     REQUIRE(r.config);
     CHECK(r.config->kubeconfig == "/etc/slurm/k8s-cons-tres.kubeconfig");

@@ -2,10 +2,10 @@
 // Drives the k8s_client library from the command line for the pytest
 // scenarios against the test API server. Prints one JSON object per line.
 //
-//   k8sdra_client_probe watch --kubeconfig F [--drivers a,b] [options]
+//   k8s_cons_tres_client_probe watch --kubeconfig F [--drivers a,b] [options]
 //     prints {"event":"snapshot",...} on every published snapshot; reads
 //     commands on stdin: "dump" (all slices and claims), "stats", "quit".
-//   k8sdra_client_probe write --kubeconfig F --count N [--job J] [--node N]
+//   k8s_cons_tres_client_probe write --kubeconfig F --count N [--job J] [--node N]
 //       [--ns NS] [--delete] [--grouped] [--foreign-labels]
 //     applies N claims (then deletes them with --delete) and prints results.
 #include "k8s_sync/claim_writer.h"
@@ -20,8 +20,8 @@
 #include <sstream>
 #include <thread>
 
-using namespace k8sdra;
-using namespace k8sdra::k8s;
+using namespace k8s_cons_tres;
+using namespace k8s_cons_tres::k8s;
 
 namespace {
 

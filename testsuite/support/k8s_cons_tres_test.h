@@ -1,15 +1,15 @@
 /*
- * k8sdra_test.h - a C ABI over the core's inventory, ledger and placement,
+ * k8s_cons_tres_test.h - a C ABI over the core's inventory, ledger and placement,
  * for the tests and benchmarks that drive the engine from C-shaped inputs
  * (testsuite/support/c_api.cc). slurmctld never calls it: the plugin's own
- * calls are core/k8sdra.h and core/k8sdra_ctld.h.
+ * calls are core/k8s_cons_tres.h and core/k8s_cons_tres_ctld.h.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#ifndef K8SDRA_TEST_H
-#define K8SDRA_TEST_H
+#ifndef K8S_CONS_TRES_TEST_H
+#define K8S_CONS_TRES_TEST_H
 
-#include "core/k8sdra.h"
+#include "core/k8s_cons_tres.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,11 +22,11 @@ extern "C" {
  * sets cross this boundary as Slurm core indices (socket * cores_per_socket
  * + core) and Linux CPU ids; GPUs as GRES indices.
  */
-struct k8sdra_inventory;
+struct k8s_cons_tres_inventory;
 
-enum k8sdra_gres_order {
-	K8SDRA_GRES_BY_MINOR = 0,  /* /dev/nvidiaN order (default) */
-	K8SDRA_GRES_BY_PCI_BUS = 1 /* resource.kubernetes.io/pciBusID order */
+enum k8s_cons_tres_gres_order {
+	K8S_CONS_TRES_GRES_BY_MINOR = 0,  /* /dev/nvidiaN order (default) */
+	K8S_CONS_TRES_GRES_BY_PCI_BUS = 1 /* resource.kubernetes.io/pciBusID order */
 };
 
 /*
@@ -34,50 +34,50 @@ enum k8sdra_gres_order {
  * (e.g. "pack:2 numa:4 core:8 pu:2") with gpus_per_node fake NVIDIA GPUs,
  * as the fixture generator publishes them. For tests and previews.
  */
-K8SDRA_API int k8sdra_inventory_from_synthetic(const char *synthetic,
+K8S_CONS_TRES_API int k8s_cons_tres_inventory_from_synthetic(const char *synthetic,
 					       const char *const *nodes,
 					       size_t nnodes,
 					       uint32_t gpus_per_node,
-					       struct k8sdra_inventory **out,
+					       struct k8s_cons_tres_inventory **out,
 					       char *err, size_t errlen);
 
 /* Frees an inventory; NULL is ignored. */
-K8SDRA_API void k8sdra_inventory_free(struct k8sdra_inventory *inv);
+K8S_CONS_TRES_API void k8s_cons_tres_inventory_free(struct k8s_cons_tres_inventory *inv);
 
-enum k8sdra_node_state {
-	K8SDRA_NODE_OK = 0,       /* slices complete and agree with Slurm */
-	K8SDRA_NODE_UNKNOWN = 1,  /* no slices for this node */
-	K8SDRA_NODE_INVALID = 2,  /* slices unusable; reason says why */
-	K8SDRA_NODE_MISMATCH = 3  /* slices disagree with Slurm; reason has the difference */
+enum k8s_cons_tres_node_state {
+	K8S_CONS_TRES_NODE_OK = 0,       /* slices complete and agree with Slurm */
+	K8S_CONS_TRES_NODE_UNKNOWN = 1,  /* no slices for this node */
+	K8S_CONS_TRES_NODE_INVALID = 2,  /* slices unusable; reason says why */
+	K8S_CONS_TRES_NODE_MISMATCH = 3  /* slices disagree with Slurm; reason has the difference */
 };
 
 /* Sets *state and, unless OK, a one-line reason. slurm may be NULL (no comparison). */
-K8SDRA_API int k8sdra_node_check(struct k8sdra_inventory *inv, const char *node,
-				 const struct k8sdra_slurm_node *slurm,
+K8S_CONS_TRES_API int k8s_cons_tres_node_check(struct k8s_cons_tres_inventory *inv, const char *node,
+				 const struct k8s_cons_tres_slurm_node *slurm,
 				 int *state, char *reason, size_t reasonlen);
 
-struct k8sdra_free_counts {
+struct k8s_cons_tres_free_counts {
 	uint32_t cpus;  /* free logical CPUs */
 	uint32_t cores; /* cores whose every thread is free */
 	uint32_t gpus;
 };
 
-K8SDRA_API int k8sdra_node_free(struct k8sdra_inventory *inv, const char *node,
-				struct k8sdra_free_counts *out, char *err,
+K8S_CONS_TRES_API int k8s_cons_tres_node_free(struct k8s_cons_tres_inventory *inv, const char *node,
+				struct k8s_cons_tres_free_counts *out, char *err,
 				size_t errlen);
 
 /*
  * Slurm core indices with at least one thread held by a Kubernetes claim,
  * and GRES indices of GPUs held by claims (what Slurm must not use). Arrays
- * are caller-owned; *ncores / *ngres receive the counts. K8SDRA_EINVAL when
+ * are caller-owned; *ncores / *ngres receive the counts. K8S_CONS_TRES_EINVAL when
  * a capacity is too small (the counts are still set).
  */
-K8SDRA_API int k8sdra_k8s_held(struct k8sdra_inventory *inv, const char *node,
+K8S_CONS_TRES_API int k8s_cons_tres_k8s_held(struct k8s_cons_tres_inventory *inv, const char *node,
 			       uint32_t *cores, size_t core_cap, size_t *ncores,
 			       uint32_t *gres, size_t gres_cap, size_t *ngres,
 			       char *err, size_t errlen);
 
-struct k8sdra_request {
+struct k8s_cons_tres_request {
 	uint32_t cpus;             /* CPUs wanted */
 	uint32_t whole_cores;      /* non-zero: hold whole free cores */
 	uint32_t threads_per_core; /* threads used per core; 0: all */
@@ -85,11 +85,11 @@ struct k8sdra_request {
 	uint32_t cpus_per_gpu;     /* CPUs wanted = max(cpus, gpus * cpus_per_gpu) */
 };
 
-/* Output of k8sdra_place; the arrays are caller-owned, with capacities. */
-struct k8sdra_placement {
+/* Output of k8s_cons_tres_place; the arrays are caller-owned, with capacities. */
+struct k8s_cons_tres_placement {
 	int fits;
 	char reason[160];           /* why not, when !fits */
-	struct k8sdra_score score;
+	struct k8s_cons_tres_score score;
 	uint32_t *cpu_ids;          /* Linux CPU ids held */
 	size_t cpu_cap, ncpus;
 	uint32_t *cores;            /* Slurm core indices touched, ascending */
@@ -98,10 +98,10 @@ struct k8sdra_placement {
 	size_t gres_cap, ngres;
 };
 
-/* K8SDRA_OK with fits == 0 when the request does not fit. */
-K8SDRA_API int k8sdra_place(struct k8sdra_inventory *inv, const char *node,
-			    const struct k8sdra_request *req,
-			    struct k8sdra_placement *out, char *err,
+/* K8S_CONS_TRES_OK with fits == 0 when the request does not fit. */
+K8S_CONS_TRES_API int k8s_cons_tres_place(struct k8s_cons_tres_inventory *inv, const char *node,
+			    const struct k8s_cons_tres_request *req,
+			    struct k8s_cons_tres_placement *out, char *err,
 			    size_t errlen);
 
 /*
@@ -110,35 +110,35 @@ K8SDRA_API int k8sdra_place(struct k8sdra_inventory *inv, const char *node,
  * The inventory keeps the ranking between calls and searches again only the
  * nodes changed since (the answer is the same as searching every node).
  */
-K8SDRA_API int k8sdra_rank(struct k8sdra_inventory *inv,
+K8S_CONS_TRES_API int k8s_cons_tres_rank(struct k8s_cons_tres_inventory *inv,
 			   const char *const *nodes, size_t nnodes,
-			   const struct k8sdra_request *req, size_t *order,
-			   int *fits, struct k8sdra_score *scores, char *err,
+			   const struct k8s_cons_tres_request *req, size_t *order,
+			   int *fits, struct k8s_cons_tres_score *scores, char *err,
 			   size_t errlen);
 
 /*
- * Same as k8sdra_rank, from per-NUMA free counts only: about 20x cheaper,
+ * Same as k8s_cons_tres_rank, from per-NUMA free counts only: about 20x cheaper,
  * exact on the NUMA count when no GPUs are asked for, best fit on free CPUs
  * after that (scores carry numa_nodes and free_in_numa only).
  */
-K8SDRA_API int k8sdra_rank_coarse(struct k8sdra_inventory *inv,
+K8S_CONS_TRES_API int k8s_cons_tres_rank_coarse(struct k8s_cons_tres_inventory *inv,
 				  const char *const *nodes, size_t nnodes,
-				  const struct k8sdra_request *req, size_t *order,
-				  int *fits, struct k8sdra_score *scores,
+				  const struct k8s_cons_tres_request *req, size_t *order,
+				  int *fits, struct k8s_cons_tres_score *scores,
 				  char *err, size_t errlen);
 
 /* Records that job_id holds these whole Slurm cores and GRES indices. */
-K8SDRA_API int k8sdra_job_begin(struct k8sdra_inventory *inv, const char *node,
+K8S_CONS_TRES_API int k8s_cons_tres_job_begin(struct k8s_cons_tres_inventory *inv, const char *node,
 				uint32_t job_id, const uint32_t *cores,
 				size_t ncores, const uint32_t *gres,
 				size_t ngres, char *err, size_t errlen);
 
 /* Frees everything job_id holds; *nodes (may be NULL) receives how many nodes. */
-K8SDRA_API int k8sdra_job_end(struct k8sdra_inventory *inv, uint32_t job_id,
+K8S_CONS_TRES_API int k8s_cons_tres_job_end(struct k8s_cons_tres_inventory *inv, uint32_t job_id,
 			      size_t *nodes);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* K8SDRA_TEST_H */
+#endif /* K8S_CONS_TRES_TEST_H */
