@@ -17,6 +17,7 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/state_save.h"
 
 #include "core/k8s_cons_tres_ctld.h"
 #include "k8s_gate.h"
@@ -318,6 +319,15 @@ extern void k8s_gate_tick(void)
 			cb(outs[i].rc, outs[i].job_id, outs[i].timed_out);
 	if (nhold && cb)
 		_hold(outs, nout);
+	/*
+	 * A job's configuration ended here, off the paths on which slurmctld
+	 * saves job state, and nothing else may save it before a restart or
+	 * a takeover: the controller would recover the job CONFIGURING from
+	 * an older save, run the gate again and launch its batch script on
+	 * top of the running one (launch failed, requeued held).
+	 */
+	if (ncb && cb)
+		schedule_job_save();
 	if (ncb && !cb)
 		error(PREFIX "%d jobs left the launch gate with no callback to tell slurmctld", ncb);
 	xfree(outs);

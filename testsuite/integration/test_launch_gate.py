@@ -6,7 +6,9 @@ window sends it back to the queue and keeps the device; a job still gated
 after LaunchGateTimeout is requeued; a restart while gated holds the job
 again. Writes are held back with the test API server's faults (403 on
 creating ResourceClaims, as RBAC or an admission webhook would refuse)."""
+import datetime
 import json
+import signal
 import time
 
 import pytest
@@ -207,6 +209,54 @@ def test_a_job_gated_across_a_slurmctld_restart_is_held_again(gated):
     wait_job(c, job, states={"RUNNING"}, timeout=90)
     wait_for(lambda: out.exists() and "ran" in out.read_text(), timeout=30, what="the job's script to run")
     assert job_claims(c, job)
+
+
+def _logged_at(log, text) -> float:
+    """When slurmctld logged the last line containing text (its log's
+    local-time stamp), as seconds since the epoch; 0 if not yet."""
+    at = 0.0
+    for line in log.read_text().splitlines():
+        if text in line and line.startswith("["):
+            at = datetime.datetime.fromisoformat(line[1:line.index("]")]).timestamp()
+    return at
+
+
+def test_a_job_the_gate_let_start_is_saved_and_not_launched_again_after_a_crash(gated):
+    """The gate ends a job's configuration off the paths on which slurmctld
+    saves job state, so the plugin has the job state saved once it opens.
+    A slurmctld killed after that recovers the job RUNNING: no second gate
+    and no second launch of its script. (Without that save, on 26.05.3 a
+    backup handing control back, which takes Slurm 30 s there, left the
+    primary the save made while the job was gated: the primary gated it
+    again, launched its script on top of the running one, and Slurm held
+    the job as a launch failure.)"""
+    c = gated()
+    out = c.run_dir / "crash.out"
+    log = c.run_dir / "log" / "slurmctld.log"
+    state = c.run_dir / "state" / "job_state"
+    faults(c, **DENY_CLAIMS)  # gated long enough for slurmctld's own save
+    job = sbatch(c, "-w", "kube-a", "-c2", "-o", str(out), "--wrap", "echo ran; sleep 300")
+    wait_job(c, job, states={"CONFIGURING"}, timeout=60)
+    armed = wait_for(lambda: _logged_at(log, f"JobId={job} held at the launch gate"), timeout=30,
+                     what="the gate's arming in the log")
+    wait_for(lambda: state.exists() and state.stat().st_mtime > armed, timeout=20,
+             what="slurmctld to save the gated job")
+    reset_faults(c)
+    wait_job(c, job, states={"RUNNING"}, timeout=90)
+    opened = wait_for(lambda: _logged_at(log, f"JobId={job}: Kubernetes shows its devices allocated"),
+                      timeout=30, what="the gate's opening in the log")
+    wait_for(lambda: state.stat().st_mtime > opened, timeout=20,
+             what="the job state to be saved after the gate let the job start")
+    wait_for(lambda: out.exists() and "ran" in out.read_text(), timeout=30, what="the job's script to run")
+    mark = len(log.read_text())
+    c.stop_slurmctld(sig=signal.SIGKILL)
+    c.start_slurmctld()
+    j = show_job(c, job)
+    assert j.get("JobState") == "RUNNING" and j.get("Restarts") == "0", j
+    after = log.read_text()[mark:]
+    assert f"Recovered JobId={job}" in after
+    assert f"JobId={job} held at the launch gate" not in after, "the recovered job was gated again"
+    assert out.read_text().count("ran") == 1, out.read_text()
 
 
 def test_launch_gate_off_starts_at_once(gated):
