@@ -31,15 +31,13 @@ std::string leases_path(const LeaseOptions &o) {
     return "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(o.ns) + "/leases";
 }
 
-}  // namespace
-
-namespace {
 // "<host>_p<pid>_": what every identity of that process begins with
 std::string processPrefix(long pid) {
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
     return host + std::string("_p") + std::to_string(pid) + "_";
 }
+
 }  // namespace
 
 std::string controllerIdentity() {
