@@ -35,11 +35,12 @@ bool copy_out(const std::vector<T> &from, T *to, size_t cap, size_t *n) {
     return true;
 }
 
-k8s_cons_tres::JobAlloc job_alloc(uint32_t job_id, const char *user, const char *external_comment,
+k8s_cons_tres::JobAlloc job_alloc(uint32_t job_id, uint32_t uid, const char *user, const char *external_comment,
                           const struct k8s_cons_tres_job_node *nodes, size_t nnodes) {
     k8s_cons_tres::JobAlloc job;
     job.job_id = job_id;
     job.user = user ? user : "";
+    job.uid = uid;
     job.external = external_comment != nullptr;
     job.admin_comment = external_comment ? external_comment : "";
     for (size_t i = 0; nodes && i < nnodes; ++i) {
@@ -141,13 +142,13 @@ extern "C" int k8s_cons_tres_view_node(const char *node, const struct k8s_cons_t
     return K8S_CONS_TRES_EINTERNAL;
 }
 
-extern "C" int k8s_cons_tres_job_started(uint32_t job_id, const char *user, const char *external_comment,
+extern "C" int k8s_cons_tres_job_started(uint32_t job_id, uint32_t uid, const char *user, const char *external_comment,
                                   const struct k8s_cons_tres_job_node *nodes, size_t nnodes,
                                   char *err, size_t errlen) {
     set_text(err, errlen, "");
     try {
         if (auto engine = k8s_cons_tres::running_engine())
-            engine->job_started(job_alloc(job_id, user, external_comment, nodes, nnodes));
+            engine->job_started(job_alloc(job_id, uid, user, external_comment, nodes, nnodes));
         return K8S_CONS_TRES_OK;
     } catch (const std::exception &e) {
         set_text(err, errlen, std::string("cannot queue the claims: ") + e.what());
@@ -209,11 +210,11 @@ extern "C" void k8s_cons_tres_jobs_known_begin(void) {
     }
 }
 
-extern "C" int k8s_cons_tres_jobs_known_add(uint32_t job_id, const char *user, const char *external_comment,
+extern "C" int k8s_cons_tres_jobs_known_add(uint32_t job_id, uint32_t uid, const char *user, const char *external_comment,
                                      const struct k8s_cons_tres_job_node *nodes, size_t nnodes) {
     try {
         std::lock_guard lock(known_mu);
-        known_jobs.push_back(job_alloc(job_id, user, external_comment, nodes, nnodes));
+        known_jobs.push_back(job_alloc(job_id, uid, user, external_comment, nodes, nnodes));
         return K8S_CONS_TRES_OK;
     } catch (...) {
         return K8S_CONS_TRES_EINTERNAL;

@@ -58,10 +58,11 @@ struct JobNodeAlloc {
 
 struct JobAlloc {
     uint32_t job_id = 0;
-    std::string user;
+    std::string user;                   // "" when slurmctld had not looked it up
     std::vector<JobNodeAlloc> nodes;
     bool external = false;      // an EXTERNAL_JOB (Slurm 25.05+): no script, no steps
     std::string admin_comment = {};  // an external job's AdminComment (slurm-bridge names its pods there)
+    std::optional<uint32_t> uid = {};  // without user, the claims' user label comes from it
     bool operator==(const JobAlloc &) const = default;
 };
 

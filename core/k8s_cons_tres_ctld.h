@@ -96,8 +96,10 @@ struct k8s_cons_tres_job_node {
  * queued for writing. external_comment: the AdminComment of an external job
  * (EXTERNAL_JOB, Slurm 25.05+; "" when it has none), NULL for any other job:
  * with ExternalJobClaims=bridge slurm-bridge writes the claims of an external
- * job whose AdminComment names its pods. */
-K8S_CONS_TRES_API int k8s_cons_tres_job_started(uint32_t job_id, const char *user,
+ * job whose AdminComment names its pods. user: NULL, and the claims' user
+ * label is looked up from uid on the writer's threads (a name lookup is NSS,
+ * maybe LDAP: never under slurmctld's locks); a name given is used as is. */
+K8S_CONS_TRES_API int k8s_cons_tres_job_started(uint32_t job_id, uint32_t uid, const char *user,
 				  const char *external_comment,
 				  const struct k8s_cons_tres_job_node *nodes,
 				  size_t nnodes, char *err, size_t errlen);
@@ -147,7 +149,7 @@ K8S_CONS_TRES_API void k8s_cons_tres_set_gate_notify(void (*notify)(void));
  * written.
  */
 K8S_CONS_TRES_API void k8s_cons_tres_jobs_known_begin(void);
-K8S_CONS_TRES_API int k8s_cons_tres_jobs_known_add(uint32_t job_id, const char *user,
+K8S_CONS_TRES_API int k8s_cons_tres_jobs_known_add(uint32_t job_id, uint32_t uid, const char *user,
 				     const char *external_comment,
 				     const struct k8s_cons_tres_job_node *nodes,
 				     size_t nnodes);

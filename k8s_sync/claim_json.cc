@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/claim_json.h"
 
+#include "k8s_sync/user_names.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -55,9 +57,10 @@ void writeMetadata(json::Writer &w, const ClaimIntent &c, const std::string &rv)
     json::kv(w, "namespace", c.ns);
     if (!rv.empty())
         json::kv(w, "resourceVersion", rv);
-    if (!c.labels.empty()) {
+    const auto labels = withUserLabel(c.labels, c.userUid);
+    if (!labels.empty()) {
         w.Key("labels");
-        writeStringMap(w, c.labels);
+        writeStringMap(w, labels);
     }
     w.EndObject();
 }

@@ -7,6 +7,7 @@
 #include "k8s_client/json.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct ClaimIntent {
     std::vector<AllocationResult> results;   // at most 32
     std::string nodeName;                    // nodeSelector matchFields metadata.name
     std::string opaqueCpuset;                // grouped dra.cpu mode, "" otherwise
+    std::optional<uint32_t> userUid;         // labelled with its name when encoded (user_names.h)
     bool operator==(const ClaimIntent &) const = default;
 };
 

@@ -2,6 +2,7 @@
 #include "k8s_sync/holder_pod.h"
 
 #include "k8s_client/json.h"
+#include "k8s_sync/user_names.h"
 
 namespace k8s_cons_tres::k8s {
 
@@ -19,7 +20,7 @@ std::string encodeHolderPod(const HolderIntent &in) {
     json::kv(w, "namespace", in.ns);
     w.Key("labels");
     w.StartObject();
-    for (const auto &[k, v] : in.labels) json::kv(w, k.c_str(), v);
+    for (const auto &[k, v] : withUserLabel(in.labels, in.userUid)) json::kv(w, k.c_str(), v);
     w.EndObject();
     if (!in.claimsDigest.empty()) {
         w.Key("annotations");

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ namespace k8s_cons_tres::k8s {
 struct HolderIntent {
     std::string ns, name, node;
     std::map<std::string, std::string> labels;  // as on the job's claims
+    std::optional<uint32_t> userUid;            // as on the job's claims
     std::vector<std::string> claims;            // the job's claims on the node
     uint32_t cpus = 0;                          // CPUs the job holds there
     uint64_t memMb = 0;                         // memory Slurm gives it there

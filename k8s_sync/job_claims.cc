@@ -120,6 +120,7 @@ void split(const JobAlloc &job, const std::string &node, const NodeClaim &nc, co
         in.name = claimName(cluster, job.job_id, node, static_cast<unsigned>(part));
         in.labels = claimLabels(cluster, job.job_id, node);
         if (!job.user.empty()) in.labels[kLabelUser] = labelValue(job.user);
+        else in.userUid = job.uid;
         in.nodeName = node;
         const size_t last = std::min(all.size(), first + kMaxResultsPerClaim);
         in.results.assign(all.begin() + first, all.begin() + last);
@@ -223,6 +224,7 @@ std::vector<HolderIntent> job_holders(const JobAlloc &job, const std::vector<Cla
         h.node = n.node;
         h.labels = claimLabels(cluster, job.job_id, n.node);
         if (!job.user.empty()) h.labels[kLabelUser] = labelValue(job.user);
+        else h.userUid = job.uid;
         h.memMb = n.mem_mb;
         h.image = config.holder_image;
         h.claimsDigest = stable_uuid(held);

@@ -12,6 +12,7 @@
 #include "core/plugin_config.h"
 #include "k8s_sync/claim_json.h"
 #include "k8s_sync/holder_pod.h"
+#include "k8s_sync/user_names.h"
 #include "k8s_client/log.h"
 
 #include <string>
@@ -20,7 +21,6 @@
 namespace k8s_cons_tres::k8s {
 
 inline constexpr size_t kMaxResultsPerClaim = 32;
-inline constexpr const char *kLabelUser = "k8s-cons-tres.slurm.io/user";
 
 // Nodes the inventory does not know (not Kubernetes nodes) get no claim.
 // A core or GPU index a node does not have is an error of that node alone:

@@ -23,6 +23,7 @@ libk8s_cons_tres_sync_la_SOURCES = \
 	k8s_sync/job_claims.cc k8s_sync/job_claims.h \
 	k8s_sync/claim_sync.cc k8s_sync/claim_sync.h \
 	k8s_sync/claim_gate.cc \
+	k8s_sync/user_names.cc k8s_sync/user_names.h \
 	k8s_sync/view_json.cc k8s_sync/view_json.h
 # The engine's two directions through the client: slices, claims and pods
 # into core/'s Engine; its claims, holder pods, Lease and view back out.

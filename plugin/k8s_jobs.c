@@ -113,13 +113,6 @@ static bool _collect(job_record_t *job_ptr, bool selected, job_nodes_t *jn)
 	return true;
 }
 
-static const char *_user(job_record_t *job_ptr)
-{
-	if (!job_ptr->user_name)	/* filled lazily by slurmctld */
-		job_ptr->user_name = uid_to_string_or_null(job_ptr->user_id);
-	return job_ptr->user_name;
-}
-
 /* An external job's AdminComment ("" for none), NULL for any other job. */
 static const char *_external_comment(job_record_t *job_ptr)
 {
@@ -138,7 +131,7 @@ static void _started(job_record_t *job_ptr, bool selected)
 
 	if (!_collect(job_ptr, selected, &jn))
 		return;
-	if (k8s_cons_tres_job_started(job_ptr->job_id, _user(job_ptr),
+	if (k8s_cons_tres_job_started(job_ptr->job_id, job_ptr->user_id, NULL,
 			       _external_comment(job_ptr), jn.nodes,
 			       jn.nnodes, err, sizeof(err)) != K8S_CONS_TRES_OK)
 		error(PREFIX "%pJ: %s", job_ptr, err);
@@ -171,7 +164,7 @@ static int _known_one(void *x, void *arg)
 		return 0;
 	if (!_collect(job_ptr, false, &jn))
 		return 0;
-	k8s_cons_tres_jobs_known_add(job_ptr->job_id, _user(job_ptr),
+	k8s_cons_tres_jobs_known_add(job_ptr->job_id, job_ptr->user_id, NULL,
 			      _external_comment(job_ptr), jn.nodes,
 			      jn.nnodes);
 	_free_job_nodes(&jn);

@@ -76,6 +76,17 @@ if [ -n "$missing" ]; then
 	echo "$missing" | sed 's/^/    /'
 	fail=1
 fi
+# No user or group name lookup from the Slurm-facing code, which runs under
+# slurmctld's locks: it is NSS, possibly LDAP, and can block for seconds.
+# The core labels claims from the uid on its writer's threads instead.
+nss=$(grep -x -e 'uid_to_string' -e 'uid_to_string_or_null' -e 'uid_to_string_cached' \
+	-e 'uid_from_string' -e 'user_from_job' -e 'gid_to_string' -e 'gid_to_string_or_null' \
+	-e 'gid_from_string' -e 'group_from_job' "$tmp/needed" || true)
+if [ -n "$nss" ]; then
+	echo "FAIL: the plugin looks up user or group names (blocking NSS calls under slurmctld's locks):"
+	echo "$nss" | sed 's/^/    /'
+	fail=1
+fi
 # Data only slurmctld defines is bound when the .so is loaded (functions only
 # when called): 22.05's slurmd and commands load every select plugin, so such
 # data must be defined tentatively in the plugin itself (select_common.c).

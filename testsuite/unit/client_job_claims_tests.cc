@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -286,4 +288,39 @@ TEST_CASE("one node's error costs that node's claims only, not the job's others"
     CHECK(claims[0].results.size() == 5);  // 4 CPUs and the GPU
     CHECK(error == "job 42: node node2 has no GPU 9 (it has 4)");
     CHECK(failed == std::vector<std::string>{"node2"});
+}
+
+TEST_CASE("without the user's name the label comes from the uid, looked up when the claim is encoded") {
+    const Inventory inv = inventory(CpuMode::Individual);
+    JobAlloc j = job({0});
+    j.user.clear();
+    j.uid = static_cast<uint32_t>(getuid());
+    const std::string me = userName(*j.uid);
+    REQUIRE(!me.empty());  // the test runs as a user with a name
+    std::string error;
+    auto claims = job_claims(j, inv, config(), "hpc1", &error);
+    REQUIRE(claims.size() == 1);
+    // no lookup while translating (that runs under slurmctld's locks) ...
+    CHECK(!claims[0].labels.count(kLabelUser));
+    CHECK(claims[0].userUid == j.uid);
+    // ... only in the body the writer's thread sends
+    rapidjson::Document d;
+    d.Parse(encodeClaimCreate(claims[0]).c_str());
+    REQUIRE(d.IsObject());
+    CHECK(std::string(d["metadata"]["labels"][kLabelUser].GetString()) == labelValue(me));
+    CHECK(std::string(d["metadata"]["labels"][kLabelJob].GetString()) == "42");
+    auto pods = job_holders(j, claims, inv, config(), "hpc1");
+    REQUIRE(pods.size() == 1);
+    d.Parse(encodeHolderPod(pods[0]).c_str());
+    CHECK(std::string(d["metadata"]["labels"][kLabelUser].GetString()) == labelValue(me));
+
+    // a uid without a name: no label, and no name made up
+    claims[0].userUid = 3999999999u;
+    REQUIRE(userName(3999999999u).empty());
+    d.Parse(encodeClaimCreate(claims[0]).c_str());
+    CHECK(!d["metadata"]["labels"].HasMember(kLabelUser));
+    // a name slurmctld had already wins over the uid
+    claims[0].labels[kLabelUser] = "alice";
+    d.Parse(encodeClaimCreate(claims[0]).c_str());
+    CHECK(std::string(d["metadata"]["labels"][kLabelUser].GetString()) == "alice");
 }
