@@ -31,10 +31,24 @@ void ClaimSync::gate_reset(uint32_t job_id) {
     else
         unwritten_.try_emplace(job_id, Clock::now());
     std::lock_guard lock(gate_mu_);
+    set_gate(job_id, std::move(g));
+}
+
+void ClaimSync::set_gate(uint32_t job_id, GateState g) {
+    if (g.kind == Kind::Wait)
+        waiting_.insert(job_id);
+    else
+        waiting_.erase(job_id);
     if (g.kind == Kind::None)
         gates_.erase(job_id);
     else
-        gates_[job_id] = g;
+        gates_[job_id] = std::move(g);
+}
+
+void ClaimSync::clear_gates() {
+    std::lock_guard lock(gate_mu_);
+    gates_.clear();
+    waiting_.clear();
 }
 
 GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory,
@@ -99,8 +113,7 @@ bool ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
     std::vector<uint32_t> waiting;
     {
         std::lock_guard g(gate_mu_);
-        for (const auto &[id, st] : gates_)
-            if (st.kind == Kind::Wait) waiting.push_back(id);
+        waiting.assign(waiting_.begin(), waiting_.end());
     }
     if (waiting.empty()) return false;
     std::vector<std::pair<uint32_t, GateState>> now;
@@ -117,12 +130,9 @@ bool ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
     bool answered = false;
     std::lock_guard g(gate_mu_);
     for (auto &[id, st] : now)
-        if (auto it = gates_.find(id); it != gates_.end() && it->second.kind == Kind::Wait) {
+        if (waiting_.count(id)) {  // not answered, ended or reset meanwhile
             answered = answered || st.kind != Kind::Wait;
-            if (st.kind == Kind::None)
-                gates_.erase(it);
-            else
-                it->second = std::move(st);
+            set_gate(id, std::move(st));
         }
     return answered;
 }
@@ -157,7 +167,7 @@ GateState ClaimSync::gate(uint32_t job_id) const {
 
 bool ClaimSync::gates_waiting() const {
     std::lock_guard lock(gate_mu_);
-    return std::any_of(gates_.begin(), gates_.end(), [](const auto &g) { return g.second.kind == Kind::Wait; });
+    return !waiting_.empty();
 }
 
 }  // namespace k8s_cons_tres::k8s

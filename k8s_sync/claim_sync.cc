@@ -164,7 +164,7 @@ void ClaimSync::job_ended(uint32_t job_id) {
     std::lock_guard lock(mu_);
     {
         std::lock_guard g(gate_mu_);
-        gates_.erase(job_id);
+        set_gate(job_id, {});
     }
     unwritten_.erase(job_id);
     jobs_.erase(job_id);
@@ -183,10 +183,7 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     intents_.clear();
     holders_.clear();
     incomplete_.clear();
-    {
-        std::lock_guard g(gate_mu_);
-        gates_.clear();
-    }
+    clear_gates();
     unwritten_.clear();
     for (const auto &job : running) {
         jobs_[job.job_id] = job;
@@ -221,10 +218,7 @@ void ClaimSync::standby() {
     incomplete_.clear();
     submitted_.clear();
     unwritten_.clear();
-    {
-        std::lock_guard g(gate_mu_);
-        gates_.clear();
-    }
+    clear_gates();
     known_ = false;
     log_.info("this slurmctld is no longer in control: claim writes and reconciliation stop (" +
               std::to_string(dropped) + " queued writes left to the controller in charge)");

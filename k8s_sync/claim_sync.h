@@ -76,6 +76,10 @@ private:
     }
     // mu_ held: the job's gate from its intents, waiting until evaluated.
     void gate_reset(uint32_t job_id);
+    // gate_mu_ held: the job's gate now (None: it has none), kept in
+    // waiting_ while it waits.
+    void set_gate(uint32_t job_id, GateState g);
+    void clear_gates();  // takes gate_mu_
     // mu_ held; claimsShown: every claim of the job is there as written.
     GateState gate_of(uint32_t job_id, const Snapshot &snap, const Inventory &inventory,
                       bool *claimsShown) const;
@@ -96,6 +100,9 @@ private:
     // asking never waits for a reconciliation.
     mutable std::mutex gate_mu_;
     std::map<uint32_t, GateState> gates_;
+    // The jobs whose gate waits: open gates stay until their job ends, and
+    // the feed asks at every wakeup whether any waits.
+    std::set<uint32_t> waiting_;
     // Jobs whose claims Kubernetes does not show yet, since when (mu_), and
     // the last refusal of a claim write since the last success (mu_).
     std::map<uint32_t, Clock::time_point> unwritten_;
