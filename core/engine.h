@@ -77,6 +77,7 @@ struct GateState {
     Kind kind = Kind::None;
     unsigned ready = 0, total = 0;  // claims (and holder pods) there / wanted
     std::string why;                // Wait: what it waits for; Overlap: both objects
+    std::string pod_claim = {};     // Overlap: the pod's claim, "namespace/name"
     bool operator==(const GateState &) const = default;
 };
 

@@ -101,11 +101,26 @@ GateState ClaimSync::gate_of(uint32_t job_id, const Snapshot &snap, const Invent
                 if (c.nodeName == n) mine += (mine.empty() ? "" : ", ") + c.ns + "/" + c.name;
             g.kind = Kind::Overlap;
             g.why = "ResourceClaim " + other + " holds a device of its claim " + mine + " on " + n;
+            g.pod_claim = other;
             return g;
         }
     }
     g.kind = Kind::Open;
     return g;
+}
+
+void ClaimSync::tell_overlap(uint32_t job_id, const GateState &st) {
+    const auto slash = st.pod_claim.find('/');
+    // "driver/...": the driver's own hold (a taint, a partition), no object
+    if (slash == std::string::npos || st.pod_claim.rfind("driver/", 0) == 0) return;
+    ClaimEvent e;
+    e.ns = st.pod_claim.substr(0, slash);
+    e.claim = st.pod_claim.substr(slash + 1);
+    e.reason = kReasonGateOverlap;
+    e.message = "Slurm job " + std::to_string(job_id) + " was given a device of this claim before " +
+                "Kubernetes showed it allocated: the job does not start and goes back to Slurm's queue; " +
+                "this claim keeps the device. " + st.why;
+    writer_.event(e);
 }
 
 bool ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory) {
@@ -122,9 +137,11 @@ bool ClaimSync::evaluate_gates(const Snapshot &snap, const Inventory &inventory)
         bool shown = false;
         GateState st = gate_of(id, snap, inventory, &shown);
         if (shown) unwritten_.erase(id);
-        if (st.kind == Kind::Overlap)
+        if (st.kind == Kind::Overlap) {
             log_.error("job " + std::to_string(id) + " must not start: " + st.why +
                        " (the pod keeps it; the job goes back to the queue)");
+            tell_overlap(id, st);
+        }
         now.emplace_back(id, std::move(st));
     }
     bool answered = false;

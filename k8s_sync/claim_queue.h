@@ -21,8 +21,9 @@
 
 namespace k8s_cons_tres::k8s {
 
-// Claims, and the holder pods that consume them (HolderPods=yes).
-enum class ClaimOpKind { Apply, Remove, PodApply, PodRemove };
+// Claims, the holder pods that consume them (HolderPods=yes), and Events
+// on pods' claims (claim_event.h).
+enum class ClaimOpKind { Apply, Remove, PodApply, PodRemove, Event };
 
 struct ClaimOp {
     ClaimOpKind kind = ClaimOpKind::Apply;
@@ -31,12 +32,15 @@ struct ClaimOp {
     HolderIntent pod;    // PodApply: the pod; PodRemove: its claims, deleted once it is gone
     std::string uid;     // Remove, PodRemove: exactly this object (reconciliation saw it), or
                          // "" for the one the writer wrote last or, failing that, finds
+    std::string body;    // Event: what is POSTed (intent.ns/name: the Event's)
     std::chrono::steady_clock::time_point queued;
     int attempts = 0;    // requests made for it so far
     Backoff backoff;     // its own: one claim's failures do not slow another's
     bool isPod() const { return kind == ClaimOpKind::PodApply || kind == ClaimOpKind::PodRemove; }
     // A pod and a claim may share a name; their operations never replace each other.
-    std::string key() const { return (isPod() ? "pod:" : "") + intent.ns + "/" + intent.name; }
+    std::string key() const {
+        return (isPod() ? "pod:" : kind == ClaimOpKind::Event ? "event:" : "") + intent.ns + "/" + intent.name;
+    }
 };
 
 class ClaimQueue {

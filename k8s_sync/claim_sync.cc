@@ -21,6 +21,7 @@ ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, Wri
       writer_(std::move(api), std::move(opts), log.child("claims: ")) {
     writer_.onResult([this](const ClaimOpResult &r) {
         using K = ClaimOpResult::Kind;
+        if (r.kind == K::Event) return;  // tells, decides nothing; failures are logged
         const bool pod = r.kind == K::PodApply || r.kind == K::PodRemove;
         if (r.ok)  // failures are logged by the writer itself
             log_.debug(std::string(pod ? "holder pod " : "claim ") + r.ns + "/" + r.name +

@@ -74,6 +74,8 @@ private:
     bool waits_for_pods() const {
         return config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods;
     }
+    // An Event on the pod's claim that a starting job's gate found (mu_).
+    void tell_overlap(uint32_t job_id, const GateState &st);
     // mu_ held: the job's gate from its intents, waiting until evaluated.
     void gate_reset(uint32_t job_id);
     // gate_mu_ held: the job's gate now (None: it has none), kept in

@@ -3,6 +3,9 @@
 
 #include "k8s_client/api_status.h"
 #include "k8s_client/thread_name.h"
+#include "k8s_sync/claim_event.h"
+
+#include <unistd.h>
 
 namespace k8s_cons_tres::k8s {
 
@@ -125,6 +128,17 @@ uint64_t ClaimWriter::removeHolder(const std::string &ns, const std::string &nam
     return enqueue(std::move(op));
 }
 
+uint64_t ClaimWriter::event(const ClaimEvent &e) {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    Op op;
+    op.kind = ClaimOpKind::Event;
+    op.intent.ns = e.ns;
+    op.intent.name = eventName(e);
+    op.body = encodeClaimEvent(e, op.intent.name, host);
+    return enqueue(std::move(op));
+}
+
 WriterStats ClaimWriter::stats() const {
     std::lock_guard<std::mutex> lk(mu_);
     WriterStats s = stats_;
@@ -240,6 +254,7 @@ ClaimWriter::Retry ClaimWriter::execute(Client &c, Op &op, ClaimOpResult &res) {
         case ClaimOpKind::Remove: again = doRemove(c, op, res); break;
         case ClaimOpKind::PodApply: again = doPodApply(c, op, res); break;
         case ClaimOpKind::PodRemove: again = doPodRemove(c, op, res); break;
+        case ClaimOpKind::Event: again = doEvent(c, op, res); break;
         }
     } catch (const std::exception &e) {
         res.ok = false;
@@ -265,9 +280,11 @@ void ClaimWriter::finish(const Op &op, ClaimOpResult &res) {
         cb = onResult_;
     }
     if (!res.ok) {
-        const bool write = op.kind == ClaimOpKind::Apply || op.kind == ClaimOpKind::PodApply;
-        log_.error((write ? "writing " : "deleting ") + std::string(op.isPod() ? "pod " : "") + res.ns + "/" +
-                   res.name + " failed: " + res.error);
+        const bool write = op.kind == ClaimOpKind::Apply || op.kind == ClaimOpKind::PodApply ||
+                           op.kind == ClaimOpKind::Event;
+        const char *what = op.isPod() ? "pod " : op.kind == ClaimOpKind::Event ? "event " : "";
+        log_.error((write ? "writing " : "deleting ") + std::string(what) + res.ns + "/" + res.name +
+                   " failed: " + res.error);
     }
     if (cb)
         cb(res);
@@ -465,6 +482,16 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
     }
     forget(op.key());
     return std::nullopt;
+}
+
+ClaimWriter::Retry ClaimWriter::doEvent(Client &c, Op &op, ClaimOpResult &res) {
+    ++op.attempts;
+    HttpResponse r = c.request("POST", "/api/v1/namespaces/" + urlEncode(op.intent.ns) + "/events", op.body);
+    if (r.ok() || r.status == 409) {  // 409: an earlier attempt got through
+        res.ok = true;
+        return std::nullopt;
+    }
+    return retryable(r, op, res, "create");
 }
 
 ClaimWriter::Retry ClaimWriter::doRemove(Client &c, Op &op, ClaimOpResult &res) {

@@ -13,6 +13,7 @@
 
 #include "k8s_client/backoff.h"
 #include "k8s_sync/claim_json.h"
+#include "k8s_sync/claim_event.h"
 #include "k8s_sync/claim_queue.h"
 #include "k8s_client/http_client.h"
 
@@ -80,6 +81,9 @@ public:
     uint64_t applyHolder(HolderIntent pod);
     uint64_t removeHolder(const std::string &ns, const std::string &name, std::vector<std::string> claims,
                           std::string uid = "");
+    // An Event on a pod's claim, created once (transient failures retried);
+    // its failure is logged and changes nothing else.
+    uint64_t event(const ClaimEvent &e);
 
     void onResult(ResultFn fn);  // set before start(); called on the writer thread
                                  // (by stop() for a writer never started)
@@ -113,6 +117,7 @@ private:
     Retry doRemove(Client &c, Op &op, ClaimOpResult &res);
     Retry doPodApply(Client &c, Op &op, ClaimOpResult &res);   // holder_writer.cc
     Retry doPodRemove(Client &c, Op &op, ClaimOpResult &res);  // holder_writer.cc
+    Retry doEvent(Client &c, Op &op, ClaimOpResult &res);
     Retry reserveClaims(Client &c, Op &op, ClaimOpResult &res, const std::string &uid);
     Retry retryable(const HttpResponse &r, Op &op, ClaimOpResult &res, const std::string &what);
     bool adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done, bool &exists,

@@ -3,6 +3,7 @@
 # probe the pytest scenarios drive, and the benchmarks.
 noinst_LTLIBRARIES += libk8s_cons_tres_sync.la
 libk8s_cons_tres_sync_la_SOURCES = \
+	k8s_sync/claim_event.cc k8s_sync/claim_event.h \
 	k8s_sync/claim_json.cc k8s_sync/claim_json.h \
 	k8s_sync/claim_queue.cc k8s_sync/claim_queue.h \
 	k8s_sync/claim_owner.cc k8s_sync/claim_owner.h \

@@ -186,6 +186,15 @@ def test_a_pod_claim_in_the_window_keeps_the_device_and_requeues_the_job(gated, 
     log = (c.run_dir / "log" / "slurmctld.log").read_text()
     line = next((ln for ln in log.splitlines() if f"JobId={job} must not start" in ln), None)
     assert line and "default/racer" in line and "kube-a" in line, line
+    # the pod's owner is told as well: a Warning Event on its claim naming the job
+    def told():
+        events = json.loads(kubectl(c, "get", "events", "-n", "default", "-o", "json").stdout)["items"]
+        return [e for e in events if e["involvedObject"].get("kind") == "ResourceClaim"
+                and e["involvedObject"].get("name") == "racer"
+                and e.get("reason") == "DeviceOfStartingSlurmJob"]
+    event = wait_for(told, timeout=30, what="an Event on the pod's claim")[0]
+    assert event["type"] == "Warning", event
+    assert f"Slurm job {job} " in event["message"] and "kube-a" in event["message"], event
     # the pod keeps its device, the job's claim goes
     racer = json.loads(kubectl(c, "get", "resourceclaim", "racer", "-n", "default", "-o", "json").stdout)
     assert racer["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"

@@ -5,6 +5,7 @@
 // No API server: the writer's port is closed and its gate shut, so only
 // the snapshots given here decide.
 #include "testsuite/support/hwloc_fixture.h"
+#include "k8s_sync/claim_event.h"
 #include "k8s_sync/claim_json.h"
 #include "k8s_sync/claim_sync.h"
 #include "k8s_sync/job_claims.h"
@@ -150,13 +151,44 @@ TEST_CASE("the gate waits until Kubernetes shows the job's claim allocated as wr
 TEST_CASE("a pod claim on one of the job's devices by the time its claim shows keeps the job from starting") {
     World w(config());
     const auto pod = pod_claim(w.intents[0], w.gpu_of_job());
+    const uint64_t queued = w.sync.stats().submitted;
     const GateState g = w.after({shown(w.intents[0]), pod});
     REQUIRE(g.kind == Kind::Overlap);
     CHECK(w.answered);  // the plugin is woken to requeue it
     CHECK(g.why.find("tenant/train") != std::string::npos);
     CHECK(g.why.find(w.intents[0].name) != std::string::npos);
+    CHECK(g.pod_claim == "tenant/train");
+    CHECK(w.sync.stats().submitted == queued + 1);  // the Event on the pod's claim
     // once decided, the pod's going does not let the job start here
     CHECK(w.after({shown(w.intents[0])}).kind == Kind::Overlap);
+    CHECK(w.sync.stats().submitted == queued + 1);  // told once
+}
+
+TEST_CASE("the Event on a pod's claim names it and says what happened, as kubectl shows it") {
+    ClaimEvent e;
+    e.ns = "tenant";
+    e.claim = "train";
+    e.reason = kReasonGateOverlap;
+    e.message = "Slurm job 42 was given a device of this claim";
+    const std::string name = eventName(e);
+    CHECK(name.rfind("train.", 0) == 0);
+    CHECK(eventName(e) != name);  // each call its own object
+    rapidjson::Document d;
+    d.Parse(encodeClaimEvent(e, name, "ctld1").c_str());
+    REQUIRE(d.IsObject());
+    CHECK(std::string(d["kind"].GetString()) == "Event");
+    CHECK(std::string(d["metadata"]["name"].GetString()) == name);
+    CHECK(std::string(d["metadata"]["namespace"].GetString()) == "tenant");
+    const auto &obj = d["involvedObject"];
+    CHECK(std::string(obj["kind"].GetString()) == "ResourceClaim");
+    CHECK(std::string(obj["apiVersion"].GetString()) == "resource.k8s.io/v1");
+    CHECK(std::string(obj["namespace"].GetString()) == "tenant");  // an Event lives beside its object
+    CHECK(std::string(obj["name"].GetString()) == "train");
+    CHECK(std::string(d["type"].GetString()) == "Warning");
+    CHECK(std::string(d["reason"].GetString()) == "DeviceOfStartingSlurmJob");
+    CHECK(std::string(d["message"].GetString()) == e.message);
+    CHECK(std::string(d["reportingInstance"].GetString()) == "ctld1");
+    CHECK(std::string(d["firstTimestamp"].GetString()).size() == 20);  // 2026-12-07T11:00:00Z
 }
 
 TEST_CASE("a pod claim on another device of the node does not hold the job") {
