@@ -10,7 +10,7 @@ import pytest
 
 from harness import fixture as fixture_mod
 from harness import scenarios
-from harness.alignment import describe, job_allocations, running_allocations
+from harness.alignment import describe, gres_used_idx, job_allocations, running_allocations
 from harness.jobs import sbatch, wait_job
 from harness.kube import claim_devices, cpu_ids_by_device, job_claims, kubectl
 from harness.wait import wait_for
@@ -254,6 +254,62 @@ def test_a_tenant_claim_with_the_plugins_labels_frees_nothing(k8s_cluster, tmp_p
     wait_for(lambda: "IDX:2-3" not in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
              timeout=30, what="the spoofed claim's GPUs to return to Slurm")
 
+
+
+def test_a_tenant_claim_copying_a_running_jobs_devices_keeps_them_after_the_job(k8s_cluster, tmp_path):
+    """A tenant claim with the plugin's labels naming a subset of a running
+    job's own devices (one of its CPUs and its GPU): the job's end neither
+    deletes it nor frees its devices; they stay the pod's and no later job
+    gets them. Without the one ownership rule the claim would pass for the
+    job's and go with it."""
+    node = "k8s-n3"
+    job = sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-c2", "--gres=gpu:1", "--wrap", "sleep 300")
+    wait_job(k8s_cluster, job, states={"RUNNING"})
+    real = wait_for(lambda: job_claims(k8s_cluster, job), timeout=30, what=f"claims of job {job}")
+    labels = real[0]["metadata"]["labels"]
+    mine = {a.node: a for a in job_allocations(k8s_cluster, job)}[node]
+    assert len(mine.gpu_idx) == 1, mine
+    gpu, cpu = mine.gpu_idx[0], sorted(mine.cpu_ids)[0]
+    cpu_dev = {v: k[1] for k, v in cpu_ids_by_device(k8s_cluster).items() if k[0] == node}
+    results = [{"request": "cpu", "driver": "dra.cpu", "pool": node, "device": cpu_dev[cpu]},
+               {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{gpu}"}]
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "copycat", "namespace": "ml-team", "labels": labels},
+             "spec": {"devices": {"requests": [
+                 {"name": "cpu", "exactly": {"deviceClassName": "dra.cpu", "count": 1}},
+                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
+    path = tmp_path / "copycat.json"
+    path.write_text(json.dumps(claim))
+    kubectl(k8s_cluster, "create", "namespace", "ml-team", check=False)
+    kubectl(k8s_cluster, "apply", "-f", str(path))
+    status = {"status": {"allocation": {"devices": {"results": results}, "nodeSelector": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+    log = k8s_cluster.run_dir / "log" / "slurmctld.log"
+    try:
+        kubectl(k8s_cluster, "patch", "resourceclaim", "copycat", "-n", "ml-team", "--subresource=status",
+                "--type=merge", "-p", json.dumps(status))
+        # while the job runs both hold them: told, never a silent union
+        wait_for(lambda: f"pod claim ml-team/copycat holds a device of Slurm job {job}" in log.read_text(),
+                 timeout=30, what="the overlap to be logged")
+        k8s_cluster.run("scancel", str(job))
+        wait_for(lambda: not k8s_cluster.run("squeue", "-h", "-j", str(job), check=False).stdout.strip(),
+                 timeout=60, what=f"job {job} to end")
+        # the job's end took its own claims, not the tenant's, and freed nothing of it
+        wait_for(lambda: not job_claims(k8s_cluster, job), timeout=30, what=f"job {job}'s claims to go")
+        assert kubectl(k8s_cluster, "get", "resourceclaim", "copycat", "-n", "ml-team", check=False).returncode == 0
+        wait_for(lambda: gpu in gres_used_idx(k8s_cluster, node), timeout=30,
+                 what=f"GPU {gpu} to stay held for the tenant's claim")
+        jobs = [sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-c2", "--gres=gpu:1", "--wrap", "sleep 60")
+                for _ in range(3)]
+        running = wait_for(lambda: len(running_allocations(k8s_cluster, jobs)) == 3 and
+                           running_allocations(k8s_cluster, jobs), timeout=60,
+                           what="later jobs running beside the tenant's claim")
+        for j, allocs in running.items():
+            for a in allocs:
+                assert gpu not in a.gpu_idx, f"job {j} got GPU {gpu} of the tenant's claim"
+                assert cpu not in a.cpu_ids, f"job {j} got CPU {cpu} of the tenant's claim"
+    finally:
+        kubectl(k8s_cluster, "delete", "resourceclaim", "copycat", "-n", "ml-team", check=False)
 
 
 def test_pod_gpus_stay_out_until_slurm_can_mark_them(cluster_factory):
