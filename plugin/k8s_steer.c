@@ -211,10 +211,12 @@ static uint64_t _busy_gpus(node_record_t *node_ptr)
  * The engine's choice on node i, leaving out the busy cores and GPUs and
  * every core slurmctld excludes (reservations' cores among them).
  */
-static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
-		    uint32_t tpc, uint32_t gpus, bitstr_t *exc,
+static bool _choose(k8s_job_test_t *t, node_record_t *node_ptr, int i,
+		    uint32_t cpus, uint32_t tpc, uint32_t gpus, bitstr_t *exc,
 		    struct k8s_cons_tres_choice *c)
 {
+	/* GPUs GRES reservations keep from the job count as busy too */
+	uint64_t gpus_off = t->resv_gpus_off ? t->resv_gpus_off(t, i) : 0;
 	uint32_t busy_cores[MAX_CORES];
 	size_t nbusy = 0;
 	uint32_t off = cr_get_coremap_offset(i);
@@ -224,7 +226,8 @@ static bool _choose(node_record_t *node_ptr, int i, uint32_t cpus,
 		    (exc && bit_test(exc, off + core)))
 			busy_cores[nbusy++] = core;
 	return k8s_cons_tres_choose(node_ptr->name, cpus, tpc, gpus, busy_cores, nbusy,
-			     _busy_gpus(node_ptr), c) == K8S_CONS_TRES_OK && c->fits;
+			     _busy_gpus(node_ptr) | gpus_off, c) == K8S_CONS_TRES_OK &&
+	       c->fits;
 }
 
 /* Whether the job's cores on its n-th node are exactly these. */
@@ -244,9 +247,18 @@ static bool _has_exactly(job_resources_t *jr, int n, const uint32_t *cores,
 	return same;
 }
 
-extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
-				   bitstr_t *base, bool *same)
+/*
+ * A steered exclusion for job_test (base: the plain one, may be NULL; every
+ * bit of it stays set); NULL when the job is not steered (a shape the
+ * engine does not model, no ready Kubernetes candidate, ...). *same: the
+ * cores cons_tres gave the job (its job_resrcs) are already the engine's
+ * choice on every node that has one, so a second job_test would give the
+ * same.
+ */
+static bitstr_t *_steer_prepare(k8s_job_test_t *t, bitstr_t *base, bool *same)
 {
+	job_record_t *job_ptr = t->job_ptr;
+	bitstr_t *node_bitmap = t->node_bitmap;
 	uint32_t cores[MAX_CORES], gres[MAX_GPUS];
 	struct k8s_cons_tres_choice c = { .cores = cores, .core_cap = MAX_CORES,
 				   .gres = gres, .gres_cap = MAX_GPUS };
@@ -275,7 +287,7 @@ extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
 		if (!k8s_view_node_ready(i) || !(node_ptr = node_record_table_ptr[i]))
 			continue;
 		scored++;
-		if (!_choose(node_ptr, i, r.cpus, r.tpc, r.gpus, base, &c)) {
+		if (!_choose(t, node_ptr, i, r.cpus, r.tpc, r.gpus, base, &c)) {
 			debug2(PREFIX "%pJ: no topology choice on %s: %s",
 			       job_ptr, node_ptr->name, c.reason);
 			continue;
@@ -297,8 +309,11 @@ extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	return exc;
 }
 
-extern void k8s_steer_chosen(job_record_t *job_ptr)
+/* After a successful steered RUN_NOW job_test: remember the GPU choice,
+ * made while t's reservations are known (k8s_steer_begin applies it). */
+static void _steer_chosen(k8s_job_test_t *t)
 {
+	job_record_t *job_ptr = t->job_ptr;
 	uint32_t cores[MAX_CORES];
 	job_resources_t *jr = job_ptr->job_resrcs;
 	struct k8s_cons_tres_choice c = { .cores = cores, .core_cap = MAX_CORES };
@@ -319,7 +334,7 @@ extern void k8s_steer_chosen(job_record_t *job_ptr)
 			break;
 		c.gres = ng->gres;
 		c.gres_cap = MAX_GPUS;
-		if (!_choose(node_record_table_ptr[i], i, r.cpus, r.tpc, r.gpus, NULL, &c))
+		if (!_choose(t, node_record_table_ptr[i], i, r.cpus, r.tpc, r.gpus, NULL, &c))
 			continue;
 		ng->node = i;
 		ng->ngres = c.ngres;
@@ -414,7 +429,7 @@ extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap)
 	 */
 	if (rc == SLURM_SUCCESS && saved &&
 	    !(preemptees && *preemptees && list_count(*preemptees)) &&
-	    (steer_exc = k8s_steer_prepare(job_ptr, node_bitmap, base, &same)) &&
+	    (steer_exc = _steer_prepare(t, base, &same)) &&
 	    same) {
 		/*
 		 * cons_tres's cores are already the engine's: a second test
@@ -423,12 +438,12 @@ extern int k8s_select_job_test(k8s_job_test_t *t, bitstr_t *exc_core_bitmap)
 		 */
 		debug2(PREFIX "%pJ: cons_tres's cores are the topology choice",
 		       job_ptr);
-		k8s_steer_chosen(job_ptr);
+		_steer_chosen(t);
 	} else if (steer_exc) {
 		bitstr_t *chosen = bit_copy(node_bitmap);
 		rc = t->inner(t, steer_exc);
 		if (rc == SLURM_SUCCESS && bit_equal(node_bitmap, chosen)) {
-			k8s_steer_chosen(job_ptr);
+			_steer_chosen(t);
 		} else {
 			/* cons_tres's own choice stands */
 			debug2(PREFIX "%pJ: topology choice refused by cons_tres, keeping its own",

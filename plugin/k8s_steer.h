@@ -16,20 +16,6 @@
 #include "slurm_compat.h"
 #include "src/slurmctld/slurmctld.h"
 
-/*
- * A steered exclusion for job_test (base: the plain one, may be NULL; every
- * bit of it stays set); NULL when the job is not steered (a shape the
- * engine does not model, no ready Kubernetes candidate, ...). *same: the
- * cores cons_tres gave the job (its job_resrcs) are already the engine's
- * choice on every node that has one, so a second job_test would give the
- * same.
- */
-extern bitstr_t *k8s_steer_prepare(job_record_t *job_ptr, bitstr_t *node_bitmap,
-				   bitstr_t *base, bool *same);
-
-/* After a successful steered RUN_NOW job_test: remember the GPU choice. */
-extern void k8s_steer_chosen(job_record_t *job_ptr);
-
 /* job_begin, before forwarding: apply the remembered GPU choice. */
 extern void k8s_steer_begin(job_record_t *job_ptr);
 

@@ -18,6 +18,7 @@
 #include "slurm_compat.h"
 #if K8S_SLURM_AT_LEAST(23, 11, 0)
 #include "src/common/core_array.h"	/* resv_exc_t's exc_cores */
+#include "src/common/xstring.h"
 #endif
 #include "src/slurmctld/slurmctld.h"
 
@@ -126,6 +127,50 @@ static int _inner_job_test_resv(k8s_job_test_t *t, bitstr_t *exc)
 	return rc;
 }
 
+typedef struct {
+	int node_inx;
+	uint64_t mask;
+} resv_gpus_t;
+
+static int _resv_gpus_add(void *x, void *arg)
+{
+	gres_state_t *gs = x;
+	gres_job_state_t *gjs = gs->gres_data;
+	resv_gpus_t *r = arg;
+	bitstr_t *bits;
+
+	if (xstrcmp(gs->gres_name, "gpu") || !gjs || !gjs->gres_bit_alloc ||
+	    r->node_inx >= (int) gjs->node_cnt ||
+	    !(bits = gjs->gres_bit_alloc[r->node_inx]))
+		return 0;
+	for (int64_t g = 0; g < bit_size(bits) && g < 64; g++)
+		if (bit_test(bits, g))
+			r->mask |= (uint64_t) 1 << g;
+	return 0;
+}
+
+/*
+ * The GPUs reservations keep from the job on node_inx, as cons_tres reads
+ * them (gres_sock_list.c): outside a reservation every reserved GPU
+ * (gres_list_exc, all types), inside one every GPU it does not hold
+ * (gres_list_inc).
+ */
+static uint64_t _resv_gpus_off(k8s_job_test_t *t, int node_inx)
+{
+	resv_exc_t *resv_exc = ((job_test_resv_t *) t->abi)->resv_exc;
+	resv_gpus_t r = { node_inx, 0 };
+
+	if (resv_exc->gres_list_exc) {
+		list_for_each(resv_exc->gres_list_exc, _resv_gpus_add, &r);
+		return r.mask;
+	}
+	if (resv_exc->gres_list_inc) {
+		list_for_each(resv_exc->gres_list_inc, _resv_gpus_add, &r);
+		return ~r.mask;
+	}
+	return 0;
+}
+
 extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 			     uint32_t min_nodes, uint32_t max_nodes,
 			     uint32_t req_nodes, uint16_t mode,
@@ -140,7 +185,7 @@ extern int select_p_job_test(job_record_t *job_ptr, bitstr_t *node_bitmap,
 	k8s_job_test_t t = {
 		job_ptr, node_bitmap, min_nodes, max_nodes, req_nodes, mode,
 		preemptee_candidates, preemptee_job_list, _inner_job_test_resv,
-		&abi
+		_resv_gpus_off, &abi
 	};
 
 	return k8s_select_job_test(&t, abi.resv_exc->core_bitmap);

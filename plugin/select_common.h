@@ -41,6 +41,13 @@ struct k8s_job_test {
 	list_t **preemptee_job_list;
 	/* cons_tres's job_test with every core of exc (NULL: none) excluded */
 	int (*inner)(k8s_job_test_t *t, bitstr_t *exc);
+	/*
+	 * The GPUs of node node_inx (bit g: GPU index g) that GRES
+	 * reservations keep from this job: those reserved for a job outside
+	 * them, all others for a job inside one (23.11+: resv_exc_t's GRES
+	 * lists). NULL: no GRES reservations in this family.
+	 */
+	uint64_t (*resv_gpus_off)(k8s_job_test_t *t, int node_inx);
 	void *abi;		/* the family's other arguments, for inner() */
 };
 
