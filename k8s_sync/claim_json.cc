@@ -184,7 +184,7 @@ void writeNodeSelector(json::Writer &w, const std::string &node) {
     w.EndObject();
 }
 
-void writeStatus(json::Writer &w, const ClaimIntent &c) {
+void writeStatus(json::Writer &w, const ClaimIntent &c, const std::string &holderUid) {
     w.Key("status");
     w.StartObject();
     w.Key("allocation");
@@ -202,6 +202,16 @@ void writeStatus(json::Writer &w, const ClaimIntent &c) {
     if (!c.nodeName.empty())
         writeNodeSelector(w, c.nodeName);
     w.EndObject();
+    if (!holderUid.empty() && !c.holder.empty()) {  // the holder pod alone, as reserveClaimFor
+        w.Key("reservedFor");
+        w.StartArray();
+        w.StartObject();
+        json::kv(w, "resource", "pods");
+        json::kv(w, "name", c.holder);
+        json::kv(w, "uid", holderUid);
+        w.EndObject();
+        w.EndArray();
+    }
     w.EndObject();
 }
 
@@ -394,7 +404,7 @@ std::string encodeClaimCreate(const ClaimIntent &c) {
     return finish(buf);
 }
 
-std::string encodeClaimStatus(const ClaimIntent &c, const std::string &rv) {
+std::string encodeClaimStatus(const ClaimIntent &c, const std::string &rv, const std::string &holderUid) {
     rapidjson::StringBuffer buf;
     json::Writer w(buf);
     w.StartObject();
@@ -402,7 +412,7 @@ std::string encodeClaimStatus(const ClaimIntent &c, const std::string &rv) {
     json::kv(w, "kind", "ResourceClaim");
     writeMetadata(w, c, rv);
     writeSpec(w, c);
-    writeStatus(w, c);
+    writeStatus(w, c, holderUid);
     w.EndObject();
     return finish(buf);
 }

@@ -42,6 +42,7 @@ struct ClaimIntent {
     std::string nodeName;                    // nodeSelector matchFields metadata.name
     std::string opaqueCpuset;                // grouped dra.cpu mode, "" otherwise
     std::optional<uint32_t> userUid;         // labelled with its name when encoded (user_names.h)
+    std::string holder;                      // its holder pod ("" none): the status write reserves it
     bool operator==(const ClaimIntent &) const = default;
 };
 
@@ -66,9 +67,12 @@ std::vector<ClaimRequestSpec> effectiveRequests(const ClaimIntent &intent);
 
 // POST body (metadata + spec; status would be discarded by the server).
 std::string encodeClaimCreate(const ClaimIntent &intent);
-// PUT .../status body: the full object with resourceVersion and allocation.
+// PUT .../status body: the full object with resourceVersion and allocation;
+// with holderUid also reservedFor naming the holder pod (intent.holder), as
+// kube-scheduler writes both in one update.
 std::string encodeClaimStatus(const ClaimIntent &intent,
-                              const std::string &resourceVersion);
+                              const std::string &resourceVersion,
+                              const std::string &holderUid = "");
 
 ClaimHolding decodeClaimHolding(const rapidjson::Value &obj);
 // What can still be read of a claim decodeClaimHolding refused: its name,

@@ -80,6 +80,11 @@ public:
         auto it = entries_.find(key);
         return it != entries_.end() && it->second.where != Where::Waiting;
     }
+    // Taken by a writer thread and not settled yet.
+    bool inFlight(const std::string &key) const {
+        auto it = entries_.find(key);
+        return it != entries_.end() && it->second.where == Where::InFlight;
+    }
     size_t capacity() const { return capacity_; }
     static constexpr int kFreshBurst = 8;
     static constexpr int kStartBurst = 4;

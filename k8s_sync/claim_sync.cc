@@ -95,8 +95,13 @@ std::vector<std::string> ClaimSync::translate(uint32_t job_id, const Inventory &
     auto intents = job_claims(jobs_[job_id], inventory, config_, config_.cluster_label, &error, &log_, &failed);
     if (!error.empty())
         log_.error(error + "; no claim written there (its other nodes' claims stand), tried again");
-    if (config_.holder_pods)
+    if (config_.holder_pods) {
         holders_[job_id] = job_holders(jobs_[job_id], intents, inventory, config_, config_.cluster_label);
+        // a claim's status write reserves it for its pod: one request less
+        for (const HolderIntent &h : holders_[job_id])
+            for (ClaimIntent &in : intents)
+                if (std::find(h.claims.begin(), h.claims.end(), in.name) != h.claims.end()) in.holder = h.name;
+    }
     intents_[job_id] = std::move(intents);
     // A Kubernetes node of the job that cannot take claims now (its pool
     // incomplete, a driver restarting) gets them once it can: translated

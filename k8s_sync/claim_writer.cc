@@ -230,10 +230,15 @@ void ClaimWriter::run() {
         res.ns = op->intent.ns;
         res.name = op->intent.name;
         Retry again = execute(client, *op, res);
+        // a claim's write waiting for this pod's uid stops waiting (holderUid)
+        const bool pod = op->kind == ClaimOpKind::PodApply;
         if (again && !stop_->stopped()) {
-            std::lock_guard<std::mutex> lk(mu_);
-            if (!queue_.retry(std::move(*op), ClaimQueue::Clock::now() + *again))
-                ++stats_.replaced;  // a newer intent for the claim takes over
+            {
+                std::lock_guard<std::mutex> lk(mu_);
+                if (!queue_.retry(std::move(*op), ClaimQueue::Clock::now() + *again))
+                    ++stats_.replaced;  // a newer intent for the claim takes over
+            }
+            if (pod) podCv_.notify_all();
             continue;
         }
         if (again)
@@ -242,6 +247,7 @@ void ClaimWriter::run() {
             std::lock_guard<std::mutex> lk(mu_);
             queue_.settle(op->key());  // a write queued behind it becomes ready
         }
+        if (pod) podCv_.notify_all();
         finish(*op, res);
     }
 }
@@ -313,8 +319,8 @@ ClaimWriter::Retry ClaimWriter::retryable(const HttpResponse &r, Op &op, ClaimOp
 
 
 // The claim exists: is it ours, and is it already as we want it?
-bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done,
-                        bool &exists, ClaimOpResult &res) {
+bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, const std::string &key, std::string &rv,
+                        bool &done, bool &exists, ClaimOpResult &res) {
     HttpResponse g = c.get(item(in.ns, in.name));
     if (g.status == 404) {
         exists = false;
@@ -331,8 +337,27 @@ bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, std::string &rv, bool 
     }
     if (h.allocated) {
         done = allocationMatches(h, in);
-        if (done)
-            return true;
+        if (done) {
+            // already as wanted (written before a restart, or by an attempt
+            // whose answer was lost): its reservation is this write's too
+            const std::string uid = holderUid(in, key);
+            rapidjson::Document doc;
+            json::parse(doc, g.body);
+            if (uid.empty() || !reserveClaimFor(doc, in.holder, uid))
+                return true;
+            rapidjson::StringBuffer buf;
+            json::Writer w(buf);
+            doc.Accept(w);
+            HttpResponse s = c.request("PUT", item(in.ns, in.name) + "/status",
+                                       std::string(buf.GetString(), buf.GetSize()));
+            if (s.ok()) return true;
+            {
+                std::lock_guard<std::mutex> lk(mu_);
+                reservedBy_[key] = "";  // not reserved: the pod's operation does it
+            }
+            res.error = "reserving it for holder pod " + in.holder + ": " + statusOf(s);
+            return false;
+        }
         // Allocations are immutable: our claim of another allocation (the
         // job shrank or grew) goes, exactly that object, and is written anew.
         HttpResponse d = c.request("DELETE", item(in.ns, in.name), encodeDeleteOptions(h.uid));
@@ -370,7 +395,7 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
                     return std::nullopt;
                 }
                 bool done = false;
-                if (!adopt(c, in, rv, done, exists, res))
+                if (!adopt(c, in, op.key(), rv, done, exists, res))
                     return std::nullopt;
                 if (done) {
                     res.ok = true;
@@ -382,7 +407,7 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
             }
         }
         HttpResponse s = c.request("PUT", item(in.ns, in.name) + "/status",
-                                   encodeClaimStatus(in, rv));
+                                   encodeClaimStatus(in, rv, holderUid(in, op.key())));
         if (s.ok()) {
             res.ok = true;
             res.error.clear();
@@ -398,7 +423,7 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
                 return std::nullopt;
             }
             bool done = false;
-            if (!adopt(c, in, rv, done, exists, res))
+            if (!adopt(c, in, op.key(), rv, done, exists, res))
                 return std::nullopt;
             if (done) {
                 res.ok = true;
@@ -414,9 +439,36 @@ ClaimWriter::Retry ClaimWriter::doApply(Client &c, Op &op, ClaimOpResult &res) {
 
 void ClaimWriter::remember(const std::string &key, const std::string &uid) {
     if (uid.empty()) return;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (uids_.size() >= kMaxUids) uids_.clear();  // bounded: removals then GET first
+        uids_[key] = uid;
+    }
+    if (key.rfind("pod:", 0) == 0) podCv_.notify_all();
+}
+
+std::string ClaimWriter::holderUid(const ClaimIntent &in, const std::string &claimKey) {
+    if (in.holder.empty()) return "";
+    const std::string podKey = "pod:" + in.ns + "/" + in.holder;
+    const auto until = std::chrono::steady_clock::now() + kHolderWait;
+    std::unique_lock<std::mutex> lk(mu_);
+    // Both are written at once: the pod's POST is usually in flight now.
+    // Only an operation another thread runs is waited for: one merely
+    // queued may wait for this very thread (MaxInflightWrites=1).
+    while (!uids_.count(podKey) && queue_.inFlight(podKey) && !stop_->stopped())
+        if (podCv_.wait_until(lk, until) == std::cv_status::timeout) break;
+    auto it = uids_.find(podKey);
+    std::string uid = it == uids_.end() ? "" : it->second;
+    if (reservedBy_.size() >= kMaxUids) reservedBy_.clear();  // the pod's op then reserves itself
+    reservedBy_[claimKey] = uid;
+    return uid;
+}
+
+bool ClaimWriter::reservedByClaimWrite(const std::string &claimKey, const std::string &podUid) const {
     std::lock_guard<std::mutex> lk(mu_);
-    if (uids_.size() >= kMaxUids) uids_.clear();  // bounded: removals then GET first
-    uids_[key] = uid;
+    auto it = reservedBy_.find(claimKey);
+    if (it != reservedBy_.end()) return it->second == podUid;
+    return queue_.busy(claimKey);
 }
 
 std::string ClaimWriter::remembered(const std::string &key) const {
@@ -428,6 +480,7 @@ std::string ClaimWriter::remembered(const std::string &key) const {
 void ClaimWriter::forget(const std::string &key) {
     std::lock_guard<std::mutex> lk(mu_);
     uids_.erase(key);
+    reservedBy_.erase(key);
 }
 
 bool ClaimWriter::claimPending(const std::string &key) const {

@@ -119,9 +119,18 @@ private:
     Retry doPodRemove(Client &c, Op &op, ClaimOpResult &res);  // holder_writer.cc
     Retry doEvent(Client &c, Op &op, ClaimOpResult &res);
     Retry reserveClaims(Client &c, Op &op, ClaimOpResult &res, const std::string &uid);
+    // The uid of in's holder pod for its status write to reserve it, ""
+    // for none; waits up to kHolderWait while the pod's POST is in flight
+    // on another thread. Records the decision for the pod's operation
+    // (reservedBy_).
+    std::string holderUid(const ClaimIntent &in, const std::string &claimKey);
+    // The claim's own write reserves it for this pod uid: it decided so, or
+    // it is queued or in flight and has not decided yet (it then reads the
+    // uid remembered before).
+    bool reservedByClaimWrite(const std::string &claimKey, const std::string &podUid) const;
     Retry retryable(const HttpResponse &r, Op &op, ClaimOpResult &res, const std::string &what);
-    bool adopt(Client &c, const ClaimIntent &in, std::string &rv, bool &done, bool &exists,
-               ClaimOpResult &res);
+    bool adopt(Client &c, const ClaimIntent &in, const std::string &key, std::string &rv, bool &done,
+               bool &exists, ClaimOpResult &res);
     void finish(const Op &op, ClaimOpResult &res);
     // Deletes exactly one object by UID precondition (see remove()). gone:
     // nothing of it is left to delete, deleted: the UID it deleted ("" if
@@ -151,6 +160,11 @@ private:
     std::function<bool()> gate_;
     std::vector<std::thread> threads_;
     std::unordered_map<std::string, std::string> uids_;  // op key -> UID written (mu_)
+    // claim key -> the holder pod uid its last status write reserved it
+    // for, "" for none (mu_); and podCv_ wakes holderUid() on a pod's uid.
+    std::unordered_map<std::string, std::string> reservedBy_;
+    std::condition_variable podCv_;
+    static constexpr std::chrono::milliseconds kHolderWait{1000};  // a bound only: a POST takes 5-20 ms
     static constexpr size_t kMaxUids = 1 << 20;           // beyond it, removals GET first
 };
 

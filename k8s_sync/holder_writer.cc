@@ -77,6 +77,10 @@ ClaimWriter::Retry ClaimWriter::reserveClaims(Client &c, Op &op, ClaimOpResult &
     const HolderIntent &in = op.pod;
     int conflicts = 0;
     for (size_t i = 0; i < in.claims.size() && !stop_->stopped();) {
+        if (reservedByClaimWrite(in.ns + "/" + in.claims[i], uid)) {
+            ++i;  // its own status write carries the reservation: no GET, no PUT
+            continue;
+        }
         const std::string path = claim(in.ns, in.claims[i]);
         HttpResponse g = c.get(path);
         const bool writing = claimPending(in.ns + "/" + in.claims[i]);

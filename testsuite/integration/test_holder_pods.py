@@ -175,6 +175,39 @@ def job_claims_named(claims, node):
     return [c for c in claims if f"-{node}-" in c]
 
 
+def api_stats(cluster, reset=False):
+    """The test API server's request counts ("verb resource": n)."""
+    url = cluster.apiserver()["controlUrl"] + ("/_test/stats/reset" if reset else "/_test/stats")
+    req = urllib.request.Request(url, data=b"{}" if reset else None, method="POST" if reset else "GET",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"{}")
+
+
+def test_a_job_start_costs_three_requests(cluster):
+    """Claim POST and pod POST at once, then one claim status PUT carrying
+    both the allocation and reservedFor naming the pod (as kube-scheduler
+    writes them): no GET, no second PUT. Three jobs, each counted alone;
+    reads by the test itself are lists, not counted here."""
+    for _ in range(3):
+        api_stats(cluster, reset=True)
+        j = sbatch(cluster, "-w", "k8s-n2", "-c2", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300")
+        wait_job(cluster, j, states={"RUNNING"})
+        pod, = wait_running_pods(cluster, j)
+        claim, = job_claims(cluster, j)
+        reserved = claim["status"]["reservedFor"]
+        assert [(r["resource"], r["name"], r["uid"]) for r in reserved] == \
+            [("pods", pod["metadata"]["name"], pod["metadata"]["uid"])], reserved
+        counts = api_stats(cluster)["requests"]
+        writes = {k: n for k, n in counts.items()
+                  if k.split()[0] in ("create", "get", "update", "patch", "delete")
+                  and k.split()[1].split("/")[0] in ("resourceclaims", "pods")}
+        assert sum(writes.values()) <= 3, writes
+        cluster.run("scancel", str(j))
+        wait_for(lambda: not job_pods(cluster, j) and not job_claims(cluster, j), timeout=BOUND,
+                 what=f"job {j}'s pod and claim to go")
+
+
 def test_a_deleted_holder_pod_is_recreated(cluster):
     j = sbatch(cluster, "-w", "k8s-n2", "-c2", "-o", "/dev/null", "--wrap", "sleep 300")
     wait_job(cluster, j, states={"RUNNING"})

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/claim_json.h"
+#include "k8s_sync/holder_pod.h"
 #include "testsuite/unit/client_test_util.h"
 
 #include <catch2/catch.hpp>
@@ -106,6 +107,25 @@ TEST_CASE("status body round-trips through the holding decoder", "[json][claim]"
     CHECK(h.nodeName == "node1");
     CHECK(isOurs(h, c));
     CHECK(allocationMatches(h, c));
+}
+
+TEST_CASE("one status write carries the allocation and the holder pod's reservation", "[json][claim]") {
+    ClaimIntent c = exampleIntent();
+    rapidjson::Document doc;
+    json::parse(doc, encodeClaimStatus(c, "5", "pod-uid"));
+    CHECK_FALSE(doc["status"].HasMember("reservedFor"));  // no holder pod named
+    c.holder = "slurm-hpc1-42-node1-holder";
+    json::parse(doc, encodeClaimStatus(c, "5"));
+    CHECK_FALSE(doc["status"].HasMember("reservedFor"));  // its uid not known yet
+    json::parse(doc, encodeClaimStatus(c, "5", "pod-uid"));
+    CHECK(doc["status"].HasMember("allocation"));
+    const auto &r = doc["status"]["reservedFor"];
+    REQUIRE(r.Size() == 1);
+    CHECK(std::string(r[0]["resource"].GetString()) == "pods");
+    CHECK(std::string(r[0]["name"].GetString()) == c.holder);
+    CHECK(std::string(r[0]["uid"].GetString()) == "pod-uid");
+    // what the pod's own operation would write is the same: nothing left to do
+    CHECK_FALSE(reserveClaimFor(doc, c.holder, "pod-uid"));
 }
 
 TEST_CASE("grouped-mode status carries the opaque cpuset", "[json][claim]") {
