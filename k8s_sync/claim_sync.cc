@@ -76,7 +76,11 @@ void ClaimSync::submit_holder_remove(const std::string &name, const std::vector<
                    " will be deleted by reconciliation");
         return;
     }
-    submitted_[podKey(name)] = Clock::now();
+    const auto now = Clock::now();
+    submitted_[podKey(name)] = now;
+    // the pod's operation deletes these once the pod is gone: reconciliation
+    // seeing them meanwhile would send a second DELETE
+    for (const auto &c : claims) submitted_[c] = now;
 }
 
 std::vector<std::string> ClaimSync::translate(uint32_t job_id, const Inventory &inventory) {

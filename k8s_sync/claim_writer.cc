@@ -494,7 +494,7 @@ bool ClaimWriter::claimPending(const std::string &key) const {
 // decision made about one object never deletes another.
 ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &res,
                                               const std::string &path, int grace, bool &gone,
-                                              std::string &deleted) {
+                                              std::string &deleted, std::string *answer) {
     gone = false;
     deleted.clear();
     std::string uid = op.uid.empty() ? remembered(op.key()) : op.uid;
@@ -521,6 +521,7 @@ ClaimWriter::Retry ClaimWriter::deleteExactly(Client &c, Op &op, ClaimOpResult &
         if (d.ok()) {
             deleted = uid;
             gone = true;
+            if (answer) *answer = std::move(d.body);
         } else if (d.status == 404 || d.status == 409) {
             // that object is gone; another of the name, written since, is
             // left alone (reconciliation decides about it on its own)

@@ -134,9 +134,10 @@ private:
     void finish(const Op &op, ClaimOpResult &res);
     // Deletes exactly one object by UID precondition (see remove()). gone:
     // nothing of it is left to delete, deleted: the UID it deleted ("" if
-    // none). Otherwise res says why, or the answer is a retry.
+    // none), answer: the DELETE's answer then. Otherwise res says why, or
+    // the answer is a retry.
     Retry deleteExactly(Client &c, Op &op, ClaimOpResult &res, const std::string &path, int grace,
-                        bool &gone, std::string &deleted);
+                        bool &gone, std::string &deleted, std::string *answer = nullptr);
     void remember(const std::string &key, const std::string &uid);  // takes mu_
     std::string remembered(const std::string &key) const;          // takes mu_
     void forget(const std::string &key);                           // takes mu_

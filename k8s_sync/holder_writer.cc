@@ -26,6 +26,21 @@ bool sameJob(const std::map<std::string, std::string> &have, const HolderIntent 
     return true;
 }
 
+// A DELETE's answer: the pod stays until its finalizers or grace period end.
+bool stillTerminating(const std::string &answer) {
+    rapidjson::Document doc;
+    try {
+        json::parse(doc, answer);
+    } catch (const json::Error &) {
+        return true;  // unreadable: look
+    }
+    const rapidjson::Value *meta = doc.IsObject() ? json::member(doc, "metadata") : nullptr;
+    if (!meta || !meta->IsObject()) return true;  // unknown: look
+    const rapidjson::Value *fin = json::member(*meta, "finalizers");
+    const rapidjson::Value *grace = json::member(*meta, "deletionGracePeriodSeconds");
+    return (fin && fin->IsArray() && !fin->Empty()) || (grace && grace->IsInt64() && grace->GetInt64() > 0);
+}
+
 PodHolding parsePod(const std::string &body) {
     rapidjson::Document doc;
     json::parse(doc, body);
@@ -133,9 +148,12 @@ ClaimWriter::Retry ClaimWriter::reserveClaims(Client &c, Op &op, ClaimOpResult &
 ClaimWriter::Retry ClaimWriter::doPodRemove(Client &c, Op &op, ClaimOpResult &res) {
     const std::string path = pod(op.pod.ns, op.pod.name);
     bool gone = false;
-    std::string deleted;
-    if (Retry again = deleteExactly(c, op, res, path, 0, gone, deleted); again || !gone) return again;
-    if (!deleted.empty()) {
+    std::string deleted, answer;
+    if (Retry again = deleteExactly(c, op, res, path, 0, gone, deleted, &answer); again || !gone) return again;
+    // With grace 0 the answer is the object as deleted: removed at once
+    // unless it has finalizers (or the server made the deletion graceful),
+    // so a GET is needed only then.
+    if (!deleted.empty() && stillTerminating(answer)) {
         HttpResponse g = c.get(path);
         if (g.ok() && parsePod(g.body).uid == deleted) {  // a finalizer: look again later
             res.error = "pod still terminating";

@@ -184,11 +184,21 @@ def api_stats(cluster, reset=False):
         return json.loads(r.read() or b"{}")
 
 
-def test_a_job_start_costs_three_requests(cluster):
-    """Claim POST and pod POST at once, then one claim status PUT carrying
-    both the allocation and reservedFor naming the pod (as kube-scheduler
-    writes them): no GET, no second PUT. Three jobs, each counted alone;
-    reads by the test itself are lists, not counted here."""
+def plugin_requests(cluster):
+    """Requests on claims and pods other than lists and watches (the
+    test's own reads are lists)."""
+    counts = api_stats(cluster)["requests"]
+    return {k: n for k, n in counts.items()
+            if k.split()[0] in ("create", "get", "update", "patch", "delete")
+            and k.split()[1].split("/")[0] in ("resourceclaims", "pods")}
+
+
+def test_a_job_start_costs_three_requests_and_its_end_two(cluster):
+    """Start: claim POST and pod POST at once, then one claim status PUT
+    carrying both the allocation and reservedFor naming the pod (as
+    kube-scheduler writes them), no GET, no second PUT. End: the pod's
+    DELETE (grace 0: its answer says it is gone), then the claim's. Three
+    jobs, each counted alone."""
     for _ in range(3):
         api_stats(cluster, reset=True)
         j = sbatch(cluster, "-w", "k8s-n2", "-c2", "--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 300")
@@ -198,14 +208,14 @@ def test_a_job_start_costs_three_requests(cluster):
         reserved = claim["status"]["reservedFor"]
         assert [(r["resource"], r["name"], r["uid"]) for r in reserved] == \
             [("pods", pod["metadata"]["name"], pod["metadata"]["uid"])], reserved
-        counts = api_stats(cluster)["requests"]
-        writes = {k: n for k, n in counts.items()
-                  if k.split()[0] in ("create", "get", "update", "patch", "delete")
-                  and k.split()[1].split("/")[0] in ("resourceclaims", "pods")}
-        assert sum(writes.values()) <= 3, writes
+        start = plugin_requests(cluster)
+        assert sum(start.values()) <= 3, start
+        api_stats(cluster, reset=True)
         cluster.run("scancel", str(j))
         wait_for(lambda: not job_pods(cluster, j) and not job_claims(cluster, j), timeout=BOUND,
                  what=f"job {j}'s pod and claim to go")
+        end = plugin_requests(cluster)
+        assert sum(end.values()) <= 2, end
 
 
 def test_a_deleted_holder_pod_is_recreated(cluster):
