@@ -9,8 +9,10 @@
 
 namespace k8s_cons_tres::k8s {
 namespace {
-// A queued write is not repeated by reconciliation for this long.
+// A queued write is not repeated by reconciliation for this long, nor one
+// that went through for kSettled (until the watch shows it).
 constexpr std::chrono::seconds kInFlight{15};
+constexpr std::chrono::seconds kSettled{3};
 
 std::string podKey(const std::string &name) { return "pod:" + name; }
 }  // namespace
@@ -27,7 +29,14 @@ ClaimSync::ClaimSync(PluginConfig config, std::shared_ptr<const Config> api, Wri
             log_.debug(std::string(pod ? "holder pod " : "claim ") + r.ns + "/" + r.name +
                        (r.kind == K::Apply || r.kind == K::PodApply ? " written" : " deleted"));
         std::lock_guard lock(mu_);
-        submitted_.erase(pod ? podKey(r.name) : r.name);  // settled: reconciliation may look again
+        // Settled: reconciliation may look again, after a failure at once;
+        // after a write that went through only kSettled later, since the
+        // watch may not show it yet (a second POST or DELETE otherwise).
+        const std::string key = pod ? podKey(r.name) : r.name;
+        if (r.ok)
+            submitted_[key] = Clock::now() - kInFlight + kSettled;
+        else
+            submitted_.erase(key);
         if (r.kind == K::Apply) refused_ = r.ok ? "" : r.ns + "/" + r.name + ": " + r.error;
     });
     if (!config_.holder_pods)
@@ -237,6 +246,8 @@ void ClaimSync::standby() {
 void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inventory> &inventory) {
     std::lock_guard lock(mu_);
     if (!known_ || !leader_ || !inventory) return;
+    // bounded: what settled writes leave (see the writer's result) goes
+    std::erase_if(submitted_, [now = Clock::now()](const auto &e) { return now - e.second >= kInFlight; });
     std::map<std::string, const ClaimIntent *> desired;
     for (const auto &[id, job] : jobs_) {
         if (!intents_.count(id) || incomplete_.count(id)) translate(id, *inventory);
