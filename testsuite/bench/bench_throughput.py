@@ -11,11 +11,17 @@ shared and noisy); printed per metric: the median [min-max] of each side's
 runs and of the per-pair ratios k8s_cons_tres/cons_tres. Jobs per second to
 completion, the main and backfill scheduler cycle times, and the claim
 writes that failed. --slurm runs that release's daemons (the plugin built
-for it: build-aux/release-plugin.sh VERSION).
+for it: build-aux/release-plugin.sh VERSION). --api-delay-ms makes the test
+API server answer every request that late (a real one takes 5-20 ms a
+write); the plugin's runs then also report the launch gate's hold per job
+(from the allocation to the gate opening, both in slurmctld's log), p50 and
+p99.
 
     testsuite/bench/bench_throughput.py [--jobs 2000] [--pairs 3] [--slurm VERSION] [--fixture FILE]
+                                        [--api-delay-ms D]
 """
 import argparse
+import datetime
 import re
 import statistics
 import sys
@@ -49,8 +55,31 @@ def pending_or_running(cluster) -> int:
     return len(out.split())
 
 
-def run(select: str, fixture: str, jobs: int, slurm=None) -> dict:
+STAMP = r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] "
+JOB = r"JobId=(\d+)(?:_\d+\((\d+)\))?"
+ALLOCATED = re.compile(STAMP + r"(?:sched: Allocate|backfill: Started) " + JOB, re.M)
+GATE_OPEN = re.compile(STAMP + r"select/k8s_cons_tres: " + JOB + r": Kubernetes shows its devices allocated", re.M)
+
+
+def gate_holds(log: str) -> list:
+    """Seconds each job waited at the launch gate: its allocation to the
+    gate opening (info lines of slurmctld's log, ms resolution)."""
+    def stamps(rx):
+        out = {}
+        for m in rx.finditer(log):
+            out[m.group(3) or m.group(2)] = datetime.datetime.fromisoformat(m.group(1))
+        return out
+    allocated, opened = stamps(ALLOCATED), stamps(GATE_OPEN)
+    return sorted((opened[j] - allocated[j]).total_seconds() for j in opened if j in allocated)
+
+
+def pct(values, q):
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def run(select: str, fixture: str, jobs: int, slurm=None, api_delay_ms=0) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-bench-{select}-"))
+    c.api_delay_ms = api_delay_ms
     try:
         c.up(fixture, select=select, slurm=slurm)
         if select == "k8s_cons_tres":
@@ -69,6 +98,10 @@ def run(select: str, fixture: str, jobs: int, slurm=None) -> dict:
             wait_for(lambda: not job_claims(c), timeout=300, interval=0.5, what="claims to be deleted")
             log = (c.run_dir / "log" / "slurmctld.log").read_text()
             result["claims_failed"] = log.count("failed after")
+            holds = gate_holds(log)
+            result["gated"] = len(holds)
+            result["gate_p50_ms"] = pct(holds, 0.5) * 1000
+            result["gate_p99_ms"] = pct(holds, 0.99) * 1000
         return result
     finally:
         c.down()
@@ -88,13 +121,14 @@ def main() -> int:
     p.add_argument("--pairs", type=int, default=3, help="cons_tres/k8s_cons_tres pairs, interleaved (>= 1)")
     p.add_argument("--slurm", default=None, help="the Slurm release (default: the installed one)")
     p.add_argument("--fixture", default=str(HERE.parent / "fixtures" / "demo.json"))
+    p.add_argument("--api-delay-ms", type=int, default=0, help="every API answer this late")
     args = p.parse_args()
     if args.pairs < 1:
         p.error("--pairs must be at least 1")
     pairs = []
     for i in range(args.pairs):
-        base = run("cons_tres", args.fixture, args.jobs, args.slurm)
-        ours = run("k8s_cons_tres", args.fixture, args.jobs, args.slurm)
+        base = run("cons_tres", args.fixture, args.jobs, args.slurm, args.api_delay_ms)
+        ours = run("k8s_cons_tres", args.fixture, args.jobs, args.slurm, args.api_delay_ms)
         print(f"pair {i + 1}/{args.pairs}: cons_tres {base['jobs_per_s']:.1f} jobs/s, "
               f"k8s_cons_tres {ours['jobs_per_s']:.1f} jobs/s", file=sys.stderr, flush=True)
         pairs.append((base, ours))
@@ -108,7 +142,11 @@ def main() -> int:
     failed = sum(o.get("claims_failed", 0) for _, o in pairs)
     release = args.slurm or "installed"
     print(f"\nSlurm {release}; {args.jobs} jobs (-c2, one array) per run, {args.pairs} pairs "
-          f"(A B A B); median [min-max]; claim writes that failed: {failed}")
+          f"(A B A B); median [min-max]; API answers {args.api_delay_ms} ms late; "
+          f"claim writes that failed: {failed}")
+    print(f"launch gate, allocation -> open, ms: p50 {spread([o['gate_p50_ms'] for _, o in pairs])}, "
+          f"p99 {spread([o['gate_p99_ms'] for _, o in pairs])} "
+          f"({spread([o['gated'] for _, o in pairs])} jobs gated per run)")
     return 0
 
 
