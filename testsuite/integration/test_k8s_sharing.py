@@ -211,6 +211,26 @@ def test_claims_follow_a_job_that_grows(k8s_cluster):
     wait_for(claims_equal_a, timeout=60, what=f"A's claims to equal Slurm's record {want} and B's to go")
 
 
+def tenant_claim(cluster, tmp_path, name, labels, node, results):
+    """A claim in the tenant namespace ml-team with these labels, allocated
+    as kube-scheduler would: exactly `results` on `node`."""
+    count = {d: sum(1 for r in results if r["request"] == d) for d in ("cpu", "gpu")}
+    classes = {"cpu": "dra.cpu", "gpu": "gpu.nvidia.com"}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "ml-team", "labels": labels},
+             "spec": {"devices": {"requests": [
+                 {"name": d, "exactly": {"deviceClassName": classes[d], "count": n}}
+                 for d, n in count.items() if n]}}}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(claim))
+    kubectl(cluster, "create", "namespace", "ml-team", check=False)
+    kubectl(cluster, "apply", "-f", str(path))
+    status = {"status": {"allocation": {"devices": {"results": results}, "nodeSelector": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+    kubectl(cluster, "patch", "resourceclaim", name, "-n", "ml-team", "--subresource=status",
+            "--type=merge", "-p", json.dumps(status))
+
+
 def test_a_tenant_claim_with_the_plugins_labels_frees_nothing(k8s_cluster, tmp_path):
     """A tenant copies a running job's claim labels onto a claim in their
     own namespace: its devices stay the pod's, kept from every job."""
@@ -225,20 +245,8 @@ def test_a_tenant_claim_with_the_plugins_labels_frees_nothing(k8s_cluster, tmp_p
     results = [{"request": "cpu", "driver": "dra.cpu", "pool": node, "device": cpu_dev[c]} for c in taken]
     results += [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{g}"}
                 for g in (2, 3)]
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "spoof", "namespace": "ml-team", "labels": labels},
-             "spec": {"devices": {"requests": [
-                 {"name": "cpu", "exactly": {"deviceClassName": "dra.cpu", "count": len(taken)}},
-                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}}
-    path = tmp_path / "spoof.json"
-    path.write_text(json.dumps(claim))
-    kubectl(k8s_cluster, "create", "namespace", "ml-team", check=False)
-    kubectl(k8s_cluster, "apply", "-f", str(path))
-    status = {"status": {"allocation": {"devices": {"results": results}, "nodeSelector": {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
     try:
-        kubectl(k8s_cluster, "patch", "resourceclaim", "spoof", "-n", "ml-team", "--subresource=status",
-                "--type=merge", "-p", json.dumps(status))
+        tenant_claim(k8s_cluster, tmp_path, "spoof", labels, node, results)
         wait_for(lambda: "IDX:2-3" in k8s_cluster.run("scontrol", "-d", "show", "node", node).stdout,
                  timeout=30, what="the spoofed claim's GPUs to be kept from Slurm")
         jobs = [sbatch(k8s_cluster, "-w", node, "-o", "/dev/null", "-c8", "--gres=gpu:1", "--wrap", "sleep 60")
@@ -273,21 +281,9 @@ def test_a_tenant_claim_copying_a_running_jobs_devices_keeps_them_after_the_job(
     cpu_dev = {v: k[1] for k, v in cpu_ids_by_device(k8s_cluster).items() if k[0] == node}
     results = [{"request": "cpu", "driver": "dra.cpu", "pool": node, "device": cpu_dev[cpu]},
                {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": f"gpu-{gpu}"}]
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-             "metadata": {"name": "copycat", "namespace": "ml-team", "labels": labels},
-             "spec": {"devices": {"requests": [
-                 {"name": "cpu", "exactly": {"deviceClassName": "dra.cpu", "count": 1}},
-                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}
-    path = tmp_path / "copycat.json"
-    path.write_text(json.dumps(claim))
-    kubectl(k8s_cluster, "create", "namespace", "ml-team", check=False)
-    kubectl(k8s_cluster, "apply", "-f", str(path))
-    status = {"status": {"allocation": {"devices": {"results": results}, "nodeSelector": {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
     log = k8s_cluster.run_dir / "log" / "slurmctld.log"
     try:
-        kubectl(k8s_cluster, "patch", "resourceclaim", "copycat", "-n", "ml-team", "--subresource=status",
-                "--type=merge", "-p", json.dumps(status))
+        tenant_claim(k8s_cluster, tmp_path, "copycat", labels, node, results)
         # while the job runs both hold them: told, never a silent union
         wait_for(lambda: f"pod claim ml-team/copycat holds a device of Slurm job {job}" in log.read_text(),
                  timeout=30, what="the overlap to be logged")
