@@ -341,10 +341,10 @@ bool ClaimWriter::adopt(Client &c, const ClaimIntent &in, const std::string &key
             // already as wanted (written before a restart, or by an attempt
             // whose answer was lost): its reservation is this write's too
             const std::string uid = holderUid(in, key);
+            if (uid.empty()) return true;
             rapidjson::Document doc;
             json::parse(doc, g.body);
-            if (uid.empty() || !reserveClaimFor(doc, in.holder, uid))
-                return true;
+            if (!reserveClaimFor(doc, in.holder, uid)) return true;
             rapidjson::StringBuffer buf;
             json::Writer w(buf);
             doc.Accept(w);
