@@ -24,7 +24,7 @@ from harness.cluster import new_run_dir
 from harness.ha import BACKUP, PRIMARY, ClaimWatch, HACluster, ha_unavailable
 from harness.jobs import sbatch, show_job, wait_job
 from harness.kube import CLAIM_LABEL_JOB, get_json, job_claims, kubectl
-from harness.wait import wait_for
+from harness.wait import WaitTimeout, wait_for
 
 # Two Kubernetes nodes, a pod holding CPUs and a GPU on one: the test's own
 # fixture, so that it runs unchanged against earlier builds of the plugin.
@@ -172,10 +172,15 @@ def hand_back(c, running, new_jobs, end_job) -> tuple:
     # Bounded, not at once: on 26.05.3 under load the backup's job was once
     # not RUNNING in squeue right after the hand-back; the states say why
     # if it never comes back.
-    wait_for(lambda: ids(running) <= running_jobs(c), timeout=60,
-             what="every job to run on under the returning primary",
-             on_timeout=lambda: str({j: (show_job(c, j).get("JobState"), show_job(c, j).get("Reason"))
-                                     for j in running}))
+    try:
+        wait_for(lambda: ids(running) <= running_jobs(c), timeout=60,
+                 what="every job to run on under the returning primary",
+                 on_timeout=lambda: str({j: (show_job(c, j).get("JobState"), show_job(c, j).get("Reason"))
+                                         for j in running}))
+    except WaitTimeout:
+        if lost_job_state(c, handback_at):
+            pytest.skip("Slurm lost its job state in the hand-back, not the plugin: " + lost_job_state(c, handback_at))
+        raise
     wait_claims(c, running)
     mark = len(c.log_text(PRIMARY))
     jobs = start_jobs(c, *new_jobs)
@@ -187,6 +192,24 @@ def hand_back(c, running, new_jobs, end_job) -> tuple:
     wait_for(lambda: str(end_job) not in claims_by_job(c), timeout=60,
              what=f"the claims of job {end_job} to be deleted by the primary")
     return jobs, handback_at
+
+
+def lost_job_state(c, handback_at) -> str:
+    """Slurm 26.05's own race, when it happened: the backup answers
+    REQUEST_CONTROL only after CONTROL_TIMEOUT (its main thread waits in
+    conmgr_quiesce() for that very RPC) and then saves its state while the
+    primary, answered, already reads it. save_buf_to_state() renames
+    job_state away before it renames job_state.new in, so the primary can
+    find no job state at all and recover no job (seen once in 20 runs).
+    Returns what the logs show, "" when it did not happen."""
+    backup = c.log_text(BACKUP)[handback_at:]
+    primary = c.log_text(PRIMARY)
+    starts = [m.start() for m in re.finditer(r"slurmctld version \S+ started", primary)]
+    primary = primary[starts[-1]:] if starts else primary
+    if "Old state possible" in backup and "No job state file" in primary.split("Running as primary")[0]:
+        return ("the backup answered REQUEST_CONTROL with 'Old state possible' and saved its state while "
+                "the primary found no job_state file")
+    return ""
 
 
 def claims_stay_put(c, handback_at, t0, window):
