@@ -174,7 +174,7 @@ TEST_CASE("the Event on a pod's claim names it and says what happened, as kubect
     CHECK(name.rfind("train.", 0) == 0);
     CHECK(eventName(e) != name);  // each call its own object
     rapidjson::Document d;
-    d.Parse(encodeClaimEvent(e, name, "ctld1").c_str());
+    json::parse(d, encodeClaimEvent(e, name, "ctld1"));
     REQUIRE(d.IsObject());
     CHECK(std::string(d["kind"].GetString()) == "Event");
     CHECK(std::string(d["metadata"]["name"].GetString()) == name);

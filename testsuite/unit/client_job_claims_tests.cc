@@ -305,22 +305,22 @@ TEST_CASE("without the user's name the label comes from the uid, looked up when 
     CHECK(claims[0].userUid == j.uid);
     // ... only in the body the writer's thread sends
     rapidjson::Document d;
-    d.Parse(encodeClaimCreate(claims[0]).c_str());
+    json::parse(d, encodeClaimCreate(claims[0]));
     REQUIRE(d.IsObject());
     CHECK(std::string(d["metadata"]["labels"][kLabelUser].GetString()) == labelValue(me));
     CHECK(std::string(d["metadata"]["labels"][kLabelJob].GetString()) == "42");
     auto pods = job_holders(j, claims, inv, config(), "hpc1");
     REQUIRE(pods.size() == 1);
-    d.Parse(encodeHolderPod(pods[0]).c_str());
+    json::parse(d, encodeHolderPod(pods[0]));
     CHECK(std::string(d["metadata"]["labels"][kLabelUser].GetString()) == labelValue(me));
 
     // a uid without a name: no label, and no name made up
     claims[0].userUid = 3999999999u;
     REQUIRE(userName(3999999999u).empty());
-    d.Parse(encodeClaimCreate(claims[0]).c_str());
+    json::parse(d, encodeClaimCreate(claims[0]));
     CHECK(!d["metadata"]["labels"].HasMember(kLabelUser));
     // a name slurmctld had already wins over the uid
     claims[0].labels[kLabelUser] = "alice";
-    d.Parse(encodeClaimCreate(claims[0]).c_str());
+    json::parse(d, encodeClaimCreate(claims[0]));
     CHECK(std::string(d["metadata"]["labels"][kLabelUser].GetString()) == "alice");
 }
