@@ -116,8 +116,11 @@ def test_loose_files_say_the_same_as_the_base():
 
 def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     kinds = by_kind(docs(kustomize(BASE)))
-    binding, read = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
+    binding, events, read = sorted(kinds["ClusterRole"], key=lambda d: d["metadata"]["name"])
     assert binding["metadata"]["name"].endswith("-binding")
+    # the launch gate's Warning Event on a pod's claim, in that claim's namespace
+    assert events["metadata"]["name"].endswith("-events")
+    assert events["rules"] == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
     # Nodes and pods cluster-wide are the node-discovery component's, not
     # the base's (a site without NodeDiscovery=external grants neither).
     assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
