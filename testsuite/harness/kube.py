@@ -95,18 +95,26 @@ def job_claimed(cluster, job_id, cpu_ids) -> dict:
     return per_node
 
 
-def faults(cluster, **settings):
-    """Set the test API server's faults (refuse, hang, status, ...)."""
-    url = cluster.apiserver()["controlUrl"] + "/_test/faults"
-    req = urllib.request.Request(url, data=json.dumps(settings).encode(), method="POST",
+def control(cluster, path, body=None):
+    """A request to the test API server's control endpoint: POST with body
+    (a dict), GET without; its JSON answer."""
+    url = cluster.apiserver()["controlUrl"] + path
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read() or b"{}")
 
 
+def faults(cluster, **settings):
+    """Set the test API server's faults (refuse, hang, status, ...)."""
+    return control(cluster, "/_test/faults", settings)
+
+
 def reset_faults(cluster):
-    url = cluster.apiserver()["controlUrl"] + "/_test/faults/reset"
-    req = urllib.request.Request(url, data=b"{}", method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return r.read()
+    return control(cluster, "/_test/faults/reset", {})
+
+
+def api_stats(cluster, reset=False):
+    """The test API server's request counts ("verb resource": n), or reset them."""
+    return control(cluster, "/_test/stats/reset", {}) if reset else control(cluster, "/_test/stats")

@@ -19,7 +19,7 @@ import pytest
 from harness import node_agent as na
 from harness.jobs import sbatch, show_job, wait_job
 from harness import scenarios
-from harness.kube import CLAIM_LABEL_JOB, claim_devices, cpu_ids_by_device, job_claims, kubectl
+from harness.kube import CLAIM_LABEL_JOB, api_stats, claim_devices, cpu_ids_by_device, job_claims, kubectl
 from harness.kube import holder_pods as job_pods
 from harness.wait import wait_for
 
@@ -173,15 +173,6 @@ def test_the_pod_goes_first_then_its_claims(cluster, how):
 def job_claims_named(claims, node):
     # claim names are slurm-<cluster>-<job>-<node>-<part>
     return [c for c in claims if f"-{node}-" in c]
-
-
-def api_stats(cluster, reset=False):
-    """The test API server's request counts ("verb resource": n)."""
-    url = cluster.apiserver()["controlUrl"] + ("/_test/stats/reset" if reset else "/_test/stats")
-    req = urllib.request.Request(url, data=b"{}" if reset else None, method="POST" if reset else "GET",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read() or b"{}")
 
 
 def plugin_requests(cluster):
