@@ -31,6 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bench_srun import pct  # noqa: E402
 from harness.cluster import Cluster, new_run_dir  # noqa: E402
 from harness.kube import job_claims  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
@@ -73,10 +74,6 @@ def gate_holds(log: str) -> list:
     return sorted((opened[j] - allocated[j]).total_seconds() for j in opened if j in allocated)
 
 
-def pct(values, q):
-    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
-
-
 def run(select: str, fixture: str, jobs: int, slurm=None, api_delay_ms=0) -> dict:
     c = Cluster(new_run_dir(f"k8s-cons-tres-bench-{select}-"))
     c.api_delay_ms = api_delay_ms
@@ -100,8 +97,8 @@ def run(select: str, fixture: str, jobs: int, slurm=None, api_delay_ms=0) -> dic
             result["claims_failed"] = log.count("failed after")
             holds = gate_holds(log)
             result["gated"] = len(holds)
-            result["gate_p50_ms"] = pct(holds, 0.5) * 1000
-            result["gate_p99_ms"] = pct(holds, 0.99) * 1000
+            result["gate_p50_ms"] = pct(holds, 0.5) * 1000 if holds else float("nan")
+            result["gate_p99_ms"] = pct(holds, 0.99) * 1000 if holds else float("nan")
         return result
     finally:
         c.down()

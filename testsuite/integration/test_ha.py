@@ -178,8 +178,8 @@ def hand_back(c, running, new_jobs, end_job) -> tuple:
                  on_timeout=lambda: str({j: (show_job(c, j).get("JobState"), show_job(c, j).get("Reason"))
                                          for j in running}))
     except WaitTimeout:
-        if lost_job_state(c, handback_at):
-            pytest.skip("Slurm lost its job state in the hand-back, not the plugin: " + lost_job_state(c, handback_at))
+        if lost := lost_job_state(c, handback_at):
+            pytest.skip("Slurm lost its job state in the hand-back, not the plugin: " + lost)
         raise
     wait_claims(c, running)
     mark = len(c.log_text(PRIMARY))
