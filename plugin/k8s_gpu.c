@@ -75,10 +75,14 @@ extern bitstr_t *k8s_gpu_unmarked(void)
 	return unmarked && bit_ffs(unmarked) >= 0 ? unmarked : NULL;
 }
 
+extern bool k8s_gpu_is_gpu(const gres_state_t *gs)
+{
+	return !xstrcmp(gs->gres_name, "gpu");
+}
+
 static int _is_gpu(void *x, void *key)
 {
-	gres_state_t *gs = x;
-	return !xstrcmp(gs->gres_name, "gpu");
+	return k8s_gpu_is_gpu(x);
 }
 
 extern gres_state_t *k8s_gpu_gres(list_t *gres_list)

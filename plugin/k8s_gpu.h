@@ -15,6 +15,8 @@
 
 /* The "gpu" entry of a GRES list (a job's or a node's), or NULL. */
 extern gres_state_t *k8s_gpu_gres(list_t *gres_list);
+/* A GRES state (of a node, job or reservation) is the gpu GRES. */
+extern bool k8s_gpu_is_gpu(const gres_state_t *gs);
 /* A node's GPU state, or NULL when it has no GPUs. */
 extern gres_node_state_t *k8s_gpu_node_state(node_record_t *node_ptr);
 

@@ -8,11 +8,10 @@
 #include "src/common/job_resources.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"
-#include "src/common/uid.h"
 #include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
 
 #include "core/k8s_cons_tres_ctld.h"
+#include "k8s_gpu.h"
 #include "k8s_jobs.h"
 #include "k8s_log.h"
 
@@ -66,7 +65,7 @@ static void _job_gpus(job_record_t *job_ptr, bool selected, int i, int n,
 	it = list_iterator_create(gres);
 	while ((gs = list_next(it))) {
 		gres_job_state_t *gjs = gs->gres_data;
-		if (xstrcmp(gs->gres_name, "gpu") || !gjs)
+		if (!k8s_gpu_is_gpu(gs) || !gjs)
 			continue;
 		if (selected && gjs->gres_bit_select && i < (int) gjs->total_node_cnt)
 			_add_bits(gjs->gres_bit_select[i], arr, cnt);

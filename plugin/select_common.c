@@ -18,7 +18,6 @@
 #include "slurm_compat.h"
 #if K8S_SLURM_AT_LEAST(23, 11, 0)
 #include "src/common/core_array.h"	/* resv_exc_t's exc_cores */
-#include "src/common/xstring.h"
 #endif
 #include "src/slurmctld/slurmctld.h"
 
@@ -139,7 +138,7 @@ static int _resv_gpus_add(void *x, void *arg)
 	resv_gpus_t *r = arg;
 	bitstr_t *bits;
 
-	if (xstrcmp(gs->gres_name, "gpu") || !gjs || !gjs->gres_bit_alloc ||
+	if (!k8s_gpu_is_gpu(gs) || !gjs || !gjs->gres_bit_alloc ||
 	    r->node_inx >= (int) gjs->node_cnt ||
 	    !(bits = gjs->gres_bit_alloc[r->node_inx]))
 		return 0;
