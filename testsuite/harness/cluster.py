@@ -304,12 +304,12 @@ class Cluster:
             if old.exists() or old.is_symlink():
                 old.unlink()
         if plugin:  # none for a release our plugin cannot load into
-            shutil.copy2(plugin, link)
+            place_file(plugin, link)
         # The launch gate's PrEp plugin, built beside the select plugin: in
         # PluginDir for slurmctld and every slurmd, as an admin installs it.
         prep = find_prep(plugin) if plugin and select == "k8s_cons_tres" else None
         if prep:
-            shutil.copy2(prep, prep_link)
+            place_file(prep, prep_link)
         plugin_dir = f"{self.run_dir / 'plugins'}:{_installed_plugin_dir()}"
         cluster_name = "k8s" + self.run_dir.name.replace("_", "").replace("-", "")[-8:].lower()
         return [
@@ -683,5 +683,36 @@ class Cluster:
             return f"--- {p}: not there ---"
 
 
-def new_run_dir(prefix="k8s-cons-tres-") -> Path:
-    return Path(tempfile.mkdtemp(prefix=prefix))
+# Every run directory this process made, so that a passing test session can
+# take them away again: CI runs on a machine that keeps its /tmp, and a few
+# hundred clusters a run once filled its disk.
+_RUN_DIRS: list = []
+
+
+def new_run_dir(prefix="k8s-cons-tres-", dir=None) -> Path:
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=dir))
+    _RUN_DIRS.append(d)
+    return d
+
+
+def remove_run_dirs() -> int:
+    """Remove this process's run directories that no process runs in any
+    more; returns how many went."""
+    gone = 0
+    while _RUN_DIRS:
+        d = _RUN_DIRS.pop()
+        if d.exists() and not marked_processes(d.resolve()):
+            shutil.rmtree(d, ignore_errors=True)
+            gone += 1
+    return gone
+
+
+def place_file(src, dst):
+    """A plugin into a run directory's PluginDir: a hard link where the file
+    system allows it (a debug plugin is 50 MB, and a test run makes hundreds
+    of clusters), else a copy. Either way a rebuild, which writes a new file,
+    leaves a running cluster's plugin alone."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

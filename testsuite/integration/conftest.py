@@ -29,7 +29,7 @@ TESTSUITE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTSUITE))
 
 from harness import slurm_release  # noqa: E402
-from harness.cluster import Cluster, new_run_dir  # noqa: E402
+from harness.cluster import Cluster, new_run_dir, remove_run_dirs  # noqa: E402
 
 FIXTURES = TESTSUITE / "fixtures"
 
@@ -175,6 +175,15 @@ def pytest_collection_finish(session):
         if item.get_closest_marker("asan_plugin"):
             needs.add("asan_plugin")
     Path(out).write_text("".join(f"{n}\n" for n in sorted(needs)))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A session (or xdist worker) with no failure removes the clusters' run
+    directories; one with a failure keeps them all for the post-mortem."""
+    if session.testsfailed == 0 and exitstatus in (0, 5):
+        remove_run_dirs()
+    elif os.environ.get("PYTEST_XDIST_WORKER") is None:
+        print(f"\nrun directories kept under {os.environ.get('TMPDIR', '/tmp')} for the failures above")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,7 +133,7 @@ class SuiteRun:
         self.timeout = timeout
         self.log = log
         # short: slurmstepd's socket under the spool must stay below 108 bytes
-        self.run_dir = Path(tempfile.mkdtemp(prefix="ks-", dir="/tmp"))
+        self.run_dir = cluster_mod.new_run_dir(prefix="ks-", dir="/tmp")
         self.cluster = SuiteCluster(self.run_dir)
         self.expect_dir = self.run_dir / "expect"
         self.results = {}
