@@ -697,8 +697,10 @@ def new_run_dir(prefix="k8s-cons-tres-", dir=None) -> Path:
 
 def remove_run_dirs() -> int:
     """Remove this process's run directories that no process runs in any
-    more; returns how many went."""
+    more; returns how many went. K8S_KEEP_RUN_DIRS=1 keeps them all."""
     gone = 0
+    if os.environ.get("K8S_KEEP_RUN_DIRS") == "1":
+        return gone
     while _RUN_DIRS:
         d = _RUN_DIRS.pop()
         if d.exists() and not marked_processes(d.resolve()):
