@@ -233,6 +233,15 @@ extern "C" void k8s_cons_tres_jobs_known_end(void) {
     }
 }
 
+extern "C" void k8s_cons_tres_node_registered(const char *node, uint32_t settle_seconds) {
+    if (!node) return;
+    try {
+        if (auto engine = k8s_cons_tres::running_engine())
+            engine->node_registered(node, std::chrono::seconds(settle_seconds));
+    } catch (...) {
+    }
+}
+
 extern "C" int k8s_cons_tres_choose(const char *node, uint32_t cpus, uint32_t threads_per_core,
                              uint32_t gpus, const uint32_t *busy_cores, size_t nbusy,
                              uint64_t busy_gres, struct k8s_cons_tres_choice *out) {

@@ -456,6 +456,11 @@ void Engine::jobs_known(std::vector<JobAlloc> running) {
     if (auto s = sink()) s->jobs_known(running, current());
 }
 
+void Engine::node_registered(const std::string &slurm_node, std::chrono::seconds settle) {
+    if (!config_) return;
+    if (auto s = sink()) s->node_registered(config_->k8s_node_name(slurm_node), settle);
+}
+
 void Engine::publish_kube_nodes(std::map<std::string, KubeNodeState> nodes, bool synced) {
     auto next = std::make_shared<const std::map<std::string, KubeNodeState>>(std::move(nodes));
     std::lock_guard lock(kube_mu_);

@@ -92,6 +92,11 @@ public:
     // jobs not in `running` may now be deleted.
     virtual void jobs_known(const std::vector<JobAlloc> &running,
                             std::shared_ptr<const Inventory> inventory) = 0;
+    // The Kubernetes node's slurmd has registered with this slurmctld since
+    // jobs_known(): slurmctld has then had steps of jobs it does not know
+    // killed there, so their claims and holder pods may go `settle` later.
+    // Until then they stay (a restart that lost jobs leaves them running).
+    virtual void node_registered(const std::string &node, std::chrono::seconds settle) = 0;
     // This slurmctld stopped being the controller in charge (a backup
     // going back to standby, or shutting down): its job list is frozen from
     // now on, so nothing may be written or reconciled from it until
@@ -158,6 +163,8 @@ public:
     void job_started(JobAlloc job);
     void job_ended(uint32_t job_id);
     void jobs_known(std::vector<JobAlloc> running);
+    // A Slurm node's slurmd registered (ClaimSink::node_registered).
+    void node_registered(const std::string &slurm_node, std::chrono::seconds settle);
     // slurmctld relinquished control (see ClaimSink::standby).
     void standby();
     // The launch gate's answer (ClaimSink::gate); None when LaunchGate=off

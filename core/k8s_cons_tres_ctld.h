@@ -156,6 +156,16 @@ K8S_CONS_TRES_API int k8s_cons_tres_jobs_known_add(uint32_t job_id, uint32_t uid
 K8S_CONS_TRES_API void k8s_cons_tres_jobs_known_end(void);
 
 /*
+ * Node `node`'s slurmd has registered with this slurmctld since the last
+ * k8s_cons_tres_jobs_known_end() (or the node runs no slurmd). slurmctld
+ * kills the steps of jobs it does not know at a node's registration; until
+ * then the claims and holder pods of such jobs (a restart that lost its job
+ * state) stay on that node, and they go `settle_seconds` after it.
+ * Only queues; callable under slurmctld's locks.
+ */
+K8S_CONS_TRES_API void k8s_cons_tres_node_registered(const char *node, uint32_t settle_seconds);
+
+/*
  * This slurmctld is no longer the controller in charge (a backup returning
  * to standby, or shutting down): no claim is written or reconciled from its
  * now frozen job list until the next k8s_cons_tres_jobs_known_end().

@@ -211,7 +211,34 @@ void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
     }
     known_ = true;
     standby_ = false;
+    // Every node's slurmd registers anew with this controller before what
+    // a job it does not know left there goes.
+    clear_from_.clear();
+    kept_told_.clear();
     log_.verbose("slurmctld runs " + std::to_string(running.size()) + " jobs; reconciling their claims");
+}
+
+void ClaimSync::node_registered(const std::string &node, std::chrono::seconds settle) {
+    std::lock_guard lock(mu_);
+    if (clear_from_.count(node)) return;
+    clear_from_[node] = Clock::now() + settle;
+    log_.debug("node " + node + ": its slurmd registered; claims of jobs slurmctld does not run there go in " +
+               std::to_string(settle.count()) + " s");
+}
+
+bool ClaimSync::node_clear(const std::string &node, const std::string &what, Clock::time_point now) {
+    auto it = clear_from_.find(node);
+    if (it != clear_from_.end() && now >= it->second) {
+        kept_told_.erase(what);
+        return true;
+    }
+    if (kept_told_.insert(what).second)
+        log_.info("keeping " + what + " of a job slurmctld does not run: " +
+                  (it == clear_from_.end() ? "node " + node + "'s slurmd has not registered since slurmctld started, "
+                                             "and steps of the job may still run there"
+                                           : "node " + node + "'s slurmd registered just now; Slurm kills "
+                                             "steps of unknown jobs there first"));
+    return false;
 }
 
 bool ClaimSync::active() const {
@@ -237,6 +264,8 @@ void ClaimSync::standby() {
     incomplete_.clear();
     submitted_.clear();
     unwritten_.clear();
+    clear_from_.clear();
+    kept_told_.clear();
     clear_gates();
     known_ = false;
     log_.info("this slurmctld is no longer in control: claim writes and reconciliation stop (" +
@@ -279,6 +308,8 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
             return;  // which pod consumes it is not known yet: delete nothing
         } else if (!running && podClaims.count(c.name)) {
             return;  // its pod is deleted first (reconcile_pods), then it
+        } else if (!running && !node_clear(node, "claim " + c.ns + "/" + c.name, now)) {
+            return;  // steps of its job may still run there
         } else if (!running) {
             log_.info("deleting claim " + c.ns + "/" + c.name + ": its job is no longer running" +
                       (run != jobs_.end() ? " on " + node : ""));
@@ -315,7 +346,9 @@ void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
                             std::any_of(running->second.nodes.begin(), running->second.nodes.end(),
                                         [&](const JobNodeAlloc &n) { return n.node == p.nodeName; });
         auto want = desired.find(p.name);
-        if (!onNode) {
+        if (!onNode && !node_clear(p.nodeName, "holder pod " + p.ns + "/" + p.name, now)) {
+            return;  // steps of its job may still run there
+        } else if (!onNode) {
             log_.info("deleting holder pod " + p.ns + "/" + p.name + ": its job no longer runs on " + p.nodeName);
             submit_holder_remove(p.name, p.claims, p.uid);
         } else if (want != desired.end() && !holderMatches(p, *want->second)) {

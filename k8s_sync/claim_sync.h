@@ -29,6 +29,7 @@ public:
     void job_ended(uint32_t job_id) override;
     void jobs_known(const std::vector<JobAlloc> &running,
                     std::shared_ptr<const Inventory> inventory) override;
+    void node_registered(const std::string &node, std::chrono::seconds settle) override;
     void standby() override;
     // Whether this controller holds the claim namespace's Lease: only then
     // are claims written and reconciled (queued writes wait meanwhile).
@@ -70,6 +71,9 @@ private:
                   const std::vector<ClaimIntent> &after,
                   const std::vector<HolderIntent> &podsAfter);      // mu_ held
     bool recently_submitted(const std::string &name, Clock::time_point now) const;
+    // mu_ held: whether what a job slurmctld no longer runs on `node` left
+    // there may go now; logs once per object why it stays otherwise.
+    bool node_clear(const std::string &node, const std::string &what, Clock::time_point now);
     // LaunchGate=prepared with holder pods: the gate waits for them too.
     bool waits_for_pods() const {
         return config_.launch_gate == PluginConfig::LaunchGate::Prepared && config_.holder_pods;
@@ -94,6 +98,11 @@ private:
     std::map<uint32_t, std::vector<HolderIntent>> holders_; // their holder pods (HolderPods=yes)
     std::set<uint32_t> incomplete_;  // jobs with a node that could not take claims yet
     std::map<std::string, Clock::time_point> submitted_;   // claim name or "pod:"name -> last write queued
+    // Kubernetes nodes whose slurmd registered since jobs_known(): from
+    // when a gone job's claims and pods there may be deleted (mu_). A
+    // node not in it may still run steps of jobs a restart lost.
+    std::map<std::string, Clock::time_point> clear_from_;
+    std::set<std::string> kept_told_;  // objects kept for that, logged once
     bool known_ = false;
     bool standby_ = false;  // no longer in control: write nothing
     bool leader_ = false;   // holds the Lease

@@ -22,6 +22,7 @@
 #include "k8s_gate.h"
 #include "k8s_gpu.h"
 #include "k8s_nodes.h"
+#include "k8s_registered.h"
 #include "k8s_view.h"
 #include "k8s_log.h"
 
@@ -216,6 +217,8 @@ static void *_agent(void *arg)
 		/* the launch gate calls slurmctld back: nothing of ours held */
 		slurm_mutex_unlock(&agent_mu);
 		k8s_gate_tick();
+		if (k8s_registered_pending())
+			k8s_registered_scan();
 		slurm_mutex_lock(&agent_mu);
 		if (stopping)
 			break;
@@ -274,4 +277,5 @@ extern void k8s_agent_stop(void)
 	running = false;
 	xfree(mismatch_since);
 	since_cnt = 0;
+	k8s_registered_fini();
 }

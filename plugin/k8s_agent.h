@@ -5,8 +5,9 @@
  * `scontrol show node` and backfill see it; while pods' GPUs wait for their
  * node's slurmd to register, it retries those nodes once a second (on
  * releases without update_node_config, the only early way). It also drains
- * and resumes nodes whose slices disagree, and notices that slurmctld
- * leaves control. It never does I/O.
+ * and resumes nodes whose slices disagree, tells the core which nodes'
+ * slurmd registered (k8s_registered.h), and notices that slurmctld leaves
+ * control. It never does I/O.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

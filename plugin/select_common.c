@@ -28,6 +28,7 @@
 #include "k8s_gate.h"
 #include "k8s_gpu.h"
 #include "k8s_jobs.h"
+#include "k8s_registered.h"
 #include "k8s_steer.h"
 #include "k8s_view.h"
 #include "select_common.h"
@@ -277,6 +278,7 @@ extern int select_p_reconfigure(void)
 	 * yet in job_init after a restart): the claims are reconciled with
 	 * exactly these jobs.
 	 */
+	k8s_registered_reset();	/* every node registers anew, from now */
 	k8s_jobs_known(job_list);
 	k8s_agent_ready();
 	return rc;

@@ -3,13 +3,16 @@
 killed and restarted with jobs running. Nothing double-booked, no claim lost,
 no claim left behind."""
 import json
+import os
+import re
+import signal
 import time
 
 import pytest
 
 from harness import scenarios
 from harness.jobs import sbatch, show_job, wait_job
-from harness.kube import job_claims, kubectl
+from harness.kube import holder_pods, job_claims, kubectl
 from harness.wait import wait_for
 
 
@@ -221,3 +224,59 @@ def test_a_node_that_cannot_take_claims_gets_them_once_it_can(cluster_factory, t
     path.write_text(json.dumps(sl))
     kubectl(c, "create", "-f", str(path))
     wait_for(lambda: job_claims(c, job), timeout=60, what="the job's claim once kube-b is usable again")
+
+
+def test_a_restart_that_lost_its_jobs_keeps_their_claims_until_slurm_killed_their_steps(cluster_factory):
+    """slurmctld comes back without its job state while a job's batch step
+    runs on a Kubernetes node whose slurmd cannot answer yet (stopped). That
+    step keeps its devices: the job's claim and holder pod stay until the
+    node's slurmd registers, Slurm kills the step it no longer knows, and
+    KillWait has passed; then they go. At no sample are they gone while the
+    step's process lives."""
+    c = cluster_factory("demo.json")
+    node = "k8s-n1"
+    pidfile = c.run_dir / "orphan.pid"
+    job = sbatch(c, "-w", node, "-o", "/dev/null", "-c2", "--wrap", f"echo $$ > {pidfile}; exec sleep 300")
+    wait_job(c, job, states={"RUNNING"})
+    wait_for(lambda: job_claims(c, job) and holder_pods(c, job), timeout=30, what="the job's claim and holder pod")
+    pid = int(wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=30,
+                       what="the job's process id"))
+    slurmd = c._pids()[f"slurmd.{node}"]
+    log = c.run_dir / "log" / "slurmctld.log"
+
+    c.stop_slurmctld(sig=signal.SIGKILL)
+    for f in (c.run_dir / "state").glob("job_state*"):
+        f.unlink()  # the state a restart can lose (test_ha.py meets Slurm doing so)
+    os.kill(slurmd, signal.SIGSTOP)
+    try:
+        since = len(log.read_bytes())
+        c.start_slurmctld()
+        kept = wait_for(lambda: (t := log.read_bytes()[since:].decode(errors="replace"))
+                        and "has not registered since slurmctld started" in t and t, timeout=60,
+                        what="the plugin to keep the lost job's claim for its node's slurmd")
+        assert "slurmctld runs 0 jobs" in kept, kept[-2000:]
+        assert alive(pid), "the lost job's step should run on while its slurmd is stopped"
+        assert job_claims(c, job) and holder_pods(c, job), "claim or holder pod deleted while the step runs"
+    finally:
+        os.kill(slurmd, signal.SIGCONT)
+
+    def gone():
+        # claims first, then the process: gone claims with a live step after
+        # them is the double-booking window this closes
+        claims, pods = job_claims(c, job), holder_pods(c, job)
+        if not claims and not pods:
+            assert not alive(pid), "the claim and holder pod went while the lost job's step still ran"
+            return True
+        return False
+    wait_for(gone, timeout=120, what="the lost job's claim and holder pod to go once Slurm killed its step",
+             on_timeout=lambda: c.tail("log/slurmctld.log"))
+    text = log.read_bytes()[since:].decode(errors="replace")
+    assert re.search(rf"Orphan .*{job}.* reported on node {node}", text), text[-3000:]
+
+
+def alive(pid) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

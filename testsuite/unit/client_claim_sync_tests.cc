@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <memory>
 #include <thread>
 
@@ -43,6 +44,15 @@ std::shared_ptr<ClaimHolding> our_claim(uint32_t job, const std::string &node) {
     return c;
 }
 
+// A synced snapshot (claims and pods) holding these claims.
+Snapshot synced(std::initializer_list<std::shared_ptr<ClaimHolding>> claims) {
+    Snapshot snap;
+    snap.claimsSynced = true;
+    snap.podsSynced = true;
+    for (const auto &c : claims) snap.claims.set(claimKey(c->ns, c->name), c);
+    return snap;
+}
+
 Logger quiet() { return Logger([](LogLevel, const std::string &) {}, ""); }
 
 template <class F>
@@ -61,6 +71,7 @@ TEST_CASE("reconciliation deletes no claim before it knows the holder pods") {
     sync.set_write_gate([] { return false; });  // nothing leaves the queue
     sync.set_leader(true);
     sync.jobs_known({}, std::make_shared<Inventory>());
+    sync.node_registered("node1", std::chrono::seconds(0));
     Snapshot snap;
     snap.claimsSynced = true;
     auto gone = our_claim(9, "node1");  // job 9 no longer runs
@@ -74,19 +85,42 @@ TEST_CASE("reconciliation deletes no claim before it knows the holder pods") {
     CHECK(sync.stats().submitted == 1);
 }
 
+TEST_CASE("a gone job's claim stays until its node's slurmd registered and Slurm had time to kill its steps") {
+    // After a restart that lost the job state, the job's steps still run on
+    // its node until slurmd registers and slurmctld kills them there.
+    ClaimSync sync(config(), nowhere(), {}, quiet());
+    sync.set_write_gate([] { return false; });
+    sync.set_leader(true);
+    auto inv = std::make_shared<const Inventory>();
+    sync.jobs_known({}, inv);
+    const Snapshot snap = synced({our_claim(9, "node1"), our_claim(10, "node2")});
+    sync.reconcile(snap, inv);
+    CHECK(sync.stats().submitted == 0);           // neither slurmd registered
+    sync.node_registered("node1", std::chrono::seconds(0));
+    sync.node_registered("node2", std::chrono::seconds(3600));
+    sync.reconcile(snap, inv);
+    CHECK(sync.stats().submitted == 1);           // node1's goes; node2 settles for an hour
+    // A new controller's list of jobs (a restart, a takeover): every node
+    // registers anew before anything goes.
+    ClaimSync next(config(), nowhere(), {}, quiet());
+    next.set_write_gate([] { return false; });
+    next.set_leader(true);
+    next.jobs_known({}, inv);
+    next.node_registered("node1", std::chrono::seconds(0));
+    next.jobs_known({}, inv);
+    next.reconcile(snap, inv);
+    CHECK(next.stats().submitted == 0);
+}
+
 TEST_CASE("a running job's claim on a node it no longer uses is deleted") {
     ClaimSync sync(config(), nowhere(), {}, quiet());
     sync.set_write_gate([] { return false; });
     sync.set_leader(true);
     auto inv = std::make_shared<const Inventory>();
     sync.jobs_known({JobAlloc{7, "alice", {JobNodeAlloc{"node1", {0}, {}}}}}, inv);
-    Snapshot snap;
-    snap.claimsSynced = true;
-    snap.podsSynced = true;
-    auto here = our_claim(7, "node1"), left = our_claim(7, "node2");
-    snap.claims.set(claimKey(here->ns, here->name), here);
-    snap.claims.set(claimKey(left->ns, left->name), left);
-    sync.reconcile(snap, inv);
+    sync.node_registered("node1", std::chrono::seconds(0));
+    sync.node_registered("node2", std::chrono::seconds(0));
+    sync.reconcile(synced({our_claim(7, "node1"), our_claim(7, "node2")}), inv);
     // node1's stays (node1 cannot take claims now, so none is wanted there),
     // node2's goes: the job shrank off node2
     CHECK(sync.stats().submitted == 1);
@@ -103,12 +137,8 @@ TEST_CASE("the writer sends nothing while the Lease gate says no, at once when i
     sync.set_leader(true);
     auto inv = std::make_shared<const Inventory>();
     sync.jobs_known({}, inv);
-    Snapshot snap;
-    snap.claimsSynced = true;
-    snap.podsSynced = true;
-    auto gone = our_claim(9, "node1");
-    snap.claims.set(claimKey(gone->ns, gone->name), gone);
-    sync.reconcile(snap, inv);
+    sync.node_registered("node1", std::chrono::seconds(0));
+    sync.reconcile(synced({our_claim(9, "node1")}), inv);
     REQUIRE(sync.stats().submitted == 1);
     // the writer has looked at the queued delete and been told no, twice
     const int before = asked.load();

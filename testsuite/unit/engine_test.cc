@@ -291,12 +291,30 @@ struct RecordingSink : ClaimSink {
     void jobs_known(const std::vector<JobAlloc> &r, std::shared_ptr<const Inventory>) override {
         calls.push_back("known " + std::to_string(r.size()));
     }
+    void node_registered(const std::string &node, std::chrono::seconds settle) override {
+        calls.push_back("registered " + node + " " + std::to_string(settle.count()));
+    }
     void standby() override { calls.push_back("standby"); }
     GateState gate(uint32_t id) const override {
         return {GateState::Kind::Wait, 0, id, "asked"};
     }
 };
 }  // namespace
+
+TEST_CASE("a slurmd's registration reaches the claim writer under the node's Kubernetes name") {
+    PluginConfig c = config();
+    c.node_name_map = {{"gpu01", "worker-gpu01"}};
+    Engine e(c);
+    auto sink = std::make_shared<RecordingSink>();
+    e.set_claim_sink(sink);
+    e.node_registered("gpu01", std::chrono::seconds(30));
+    e.node_registered("node2", std::chrono::seconds(0));
+    CHECK(sink->calls == std::vector<std::string>{"registered worker-gpu01 30", "registered node2 0"});
+    Engine off(std::nullopt);  // integration off: nothing to tell
+    off.set_claim_sink(sink);
+    off.node_registered("gpu01", std::chrono::seconds(30));
+    CHECK(sink->calls.size() == 2);
+}
 
 TEST_CASE("a controller leaving control forgets Slurm's jobs and tells the claim writer") {
     Engine e(config());
