@@ -27,6 +27,17 @@ T setting(F field, T fallback) {
     }
 }
 
+// Tells the running engine (none: nothing to tell); no exception leaves.
+template <class F>
+int tell_engine(F tell) {
+    try {
+        if (auto engine = k8s_cons_tres::running_engine()) tell(*engine);
+        return K8S_CONS_TRES_OK;
+    } catch (...) {
+        return K8S_CONS_TRES_EINTERNAL;
+    }
+}
+
 template <class T>
 bool copy_out(const std::vector<T> &from, T *to, size_t cap, size_t *n) {
     if (n) *n = from.size();
@@ -159,12 +170,15 @@ extern "C" int k8s_cons_tres_job_started(uint32_t job_id, uint32_t uid, const ch
 }
 
 extern "C" int k8s_cons_tres_job_ended(uint32_t job_id) {
-    try {
-        if (auto engine = k8s_cons_tres::running_engine()) engine->job_ended(job_id);
-        return K8S_CONS_TRES_OK;
-    } catch (...) {
-        return K8S_CONS_TRES_EINTERNAL;
-    }
+    return tell_engine([&](k8s_cons_tres::Engine &e) { e.job_ended(job_id); });
+}
+
+extern "C" int k8s_cons_tres_job_finishing(uint32_t job_id) {
+    return tell_engine([&](k8s_cons_tres::Engine &e) { e.job_finishing(job_id); });
+}
+
+extern "C" void k8s_cons_tres_job_released(uint32_t job_id, const char *node) {
+    tell_engine([&](k8s_cons_tres::Engine &e) { e.job_released(job_id, node ? node : ""); });
 }
 
 extern "C" int k8s_cons_tres_job_gate(uint32_t job_id, struct k8s_cons_tres_gate *out) {
@@ -235,11 +249,7 @@ extern "C" void k8s_cons_tres_jobs_known_end(void) {
 
 extern "C" void k8s_cons_tres_node_registered(const char *node, uint32_t settle_seconds) {
     if (!node) return;
-    try {
-        if (auto engine = k8s_cons_tres::running_engine())
-            engine->node_registered(node, std::chrono::seconds(settle_seconds));
-    } catch (...) {
-    }
+    tell_engine([&](k8s_cons_tres::Engine &e) { e.node_registered(node, std::chrono::seconds(settle_seconds)); });
 }
 
 extern "C" int k8s_cons_tres_choose(const char *node, uint32_t cpus, uint32_t threads_per_core,

@@ -399,8 +399,7 @@ void Engine::job_started(JobAlloc job) {
     if (auto s = sink()) s->job_started(job, inv);
 }
 
-void Engine::job_ended(uint32_t job_id) {
-    if (!config_) return;
+bool Engine::forget_job(uint32_t job_id) {
     const auto inv = current();
     bool bridged = false;
     {
@@ -412,7 +411,24 @@ void Engine::job_ended(uint32_t job_id) {
     // slurm-bridge's claims of the job are its pods' from now on, with no
     // Kubernetes change to tell slurmctld: its view must be rebuilt now.
     if (bridged) change_all();
+    return bridged;
+}
+
+void Engine::job_ended(uint32_t job_id) {
+    if (!config_) return;
+    forget_job(job_id);
     if (auto s = sink()) s->job_ended(job_id);
+}
+
+void Engine::job_finishing(uint32_t job_id) {
+    if (!config_) return;
+    forget_job(job_id);
+    if (auto s = sink()) s->job_finishing(job_id);
+}
+
+void Engine::job_released(uint32_t job_id, const std::string &slurm_node) {
+    if (!config_) return;
+    if (auto s = sink()) s->job_released(job_id, slurm_node.empty() ? "" : config_->k8s_node_name(slurm_node));
 }
 
 namespace {

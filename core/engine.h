@@ -87,7 +87,13 @@ class ClaimSink {
 public:
     virtual ~ClaimSink() = default;
     virtual void job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) = 0;
+    // The job is over: its claims and holder pods go.
     virtual void job_ended(uint32_t job_id) = 0;
+    // slurmctld released the job, but its nodes are still ending it (its
+    // steps may run until killed): its claims and pods stay on each node
+    // until job_released() names that node ("" every node).
+    virtual void job_finishing(uint32_t job_id) = 0;
+    virtual void job_released(uint32_t job_id, const std::string &node) = 0;
     // slurmctld has told us every running job (after a restart): claims of
     // jobs not in `running` may now be deleted.
     virtual void jobs_known(const std::vector<JobAlloc> &running,
@@ -162,6 +168,10 @@ public:
     void set_claim_sink(std::shared_ptr<ClaimSink> sink);
     void job_started(JobAlloc job);
     void job_ended(uint32_t job_id);
+    // ClaimSink::job_finishing and job_released (slurm_node: Slurm's name,
+    // "" every node of the job).
+    void job_finishing(uint32_t job_id);
+    void job_released(uint32_t job_id, const std::string &slurm_node);
     void jobs_known(std::vector<JobAlloc> running);
     // A Slurm node's slurmd registered (ClaimSink::node_registered).
     void node_registered(const std::string &slurm_node, std::chrono::seconds settle);
@@ -200,6 +210,7 @@ private:
                                                      bool *all);  // jobs_mu_ held
     void change_all();
     void remember_ended(uint32_t job_id);
+    bool forget_job(uint32_t job_id);  // Slurm released it; true: bridged
 
     bool fresh(Clock::time_point now) const;       // the view, and writes possible
     bool view_fresh(Clock::time_point now) const;  // the view alone

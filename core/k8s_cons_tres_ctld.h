@@ -109,6 +109,15 @@ K8S_CONS_TRES_API int k8s_cons_tres_job_started(uint32_t job_id, uint32_t uid, c
 K8S_CONS_TRES_API int k8s_cons_tres_job_ended(uint32_t job_id);
 
 /*
+ * slurmctld released the job (select's job_fini), but its nodes have yet to
+ * kill its steps and run its epilog: its claims and holder pods stay on
+ * each node until k8s_cons_tres_job_released() names that node (NULL:
+ * every node of the job). Only queues; callable under slurmctld's locks.
+ */
+K8S_CONS_TRES_API int k8s_cons_tres_job_finishing(uint32_t job_id);
+K8S_CONS_TRES_API void k8s_cons_tres_job_released(uint32_t job_id, const char *node);
+
+/*
  * The launch gate (LaunchGate=): may job_id's tasks start? NONE: it has
  * nothing to wait for (no claim on a Kubernetes node, the gate is off, or
  * the job is unknown); WAIT: not yet (why says what for); OPEN: Kubernetes

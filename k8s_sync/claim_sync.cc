@@ -133,6 +133,13 @@ void ClaimSync::job_started(const JobAlloc &job, std::shared_ptr<const Inventory
     // Told again while running: the job shrank, grew or lost a node.
     std::vector<ClaimIntent> before;
     std::vector<HolderIntent> podsBefore;
+    if (ending_.erase(job.job_id)) {
+        // begun again (a requeue): Slurm starts it only once its nodes have
+        // ended the last run, so what that left goes now
+        withdraw(intents_[job.job_id], holders_[job.job_id], {}, {});
+        intents_.erase(job.job_id);
+        holders_.erase(job.job_id);
+    }
     if (jobs_.count(job.job_id)) {
         before = std::move(intents_[job.job_id]);
         podsBefore = std::move(holders_[job.job_id]);
@@ -180,25 +187,57 @@ void ClaimSync::withdraw(const std::vector<ClaimIntent> &before, const std::vect
 }
 
 void ClaimSync::job_ended(uint32_t job_id) {
+    job_finishing(job_id);
+    job_released(job_id, "");
+}
+
+void ClaimSync::job_finishing(uint32_t job_id) {
     std::lock_guard lock(mu_);
     {
         std::lock_guard g(gate_mu_);
         set_gate(job_id, {});
     }
     unwritten_.erase(job_id);
-    jobs_.erase(job_id);
     incomplete_.erase(job_id);
-    auto it = intents_.find(job_id);
-    if (it == intents_.end()) return;  // reconciliation deletes whatever is left
-    withdraw(it->second, holders_[job_id], {}, {});
-    intents_.erase(it);
-    holders_.erase(job_id);
+    auto run = jobs_.find(job_id);
+    if (run == jobs_.end()) return;
+    std::set<std::string> &nodes = ending_[job_id];
+    for (const auto &n : run->second.nodes) nodes.insert(n.node);
+    jobs_.erase(run);
+}
+
+bool ClaimSync::ending_on(uint32_t job_id, const std::string &node) const {
+    auto e = ending_.find(job_id);
+    return e != ending_.end() && e->second.count(node);
+}
+
+// A node has ended the job: what it had there goes, each pod first, its
+// claims once it is gone. A job with no node left keeps nothing.
+void ClaimSync::job_released(uint32_t job_id, const std::string &node) {
+    std::lock_guard lock(mu_);
+    auto e = ending_.find(job_id);
+    if (e == ending_.end() || jobs_.count(job_id)) return;  // not ending (started again: its own)
+    std::vector<ClaimIntent> gone, kept;
+    std::vector<HolderIntent> podsGone, podsKept;
+    for (auto &in : intents_[job_id]) (node.empty() || in.nodeName == node ? gone : kept).push_back(in);
+    for (auto &h : holders_[job_id]) (node.empty() || h.node == node ? podsGone : podsKept).push_back(h);
+    withdraw(gone, podsGone, {}, {});
+    if (!node.empty()) e->second.erase(node);
+    if (node.empty() || e->second.empty()) {
+        ending_.erase(e);
+        intents_.erase(job_id);
+        holders_.erase(job_id);
+        return;  // reconciliation deletes whatever is left
+    }
+    intents_[job_id] = std::move(kept);
+    holders_[job_id] = std::move(podsKept);
 }
 
 void ClaimSync::jobs_known(const std::vector<JobAlloc> &running,
                            std::shared_ptr<const Inventory> inventory) {
     std::lock_guard lock(mu_);
     jobs_.clear();
+    ending_.clear();  // what ending jobs left is an unknown job's now
     intents_.clear();
     holders_.clear();
     incomplete_.clear();
@@ -259,6 +298,7 @@ void ClaimSync::standby() {
     standby_ = true;
     const size_t dropped = writer_.discard();
     jobs_.clear();
+    ending_.clear();
     intents_.clear();
     holders_.clear();
     incomplete_.clear();
@@ -300,9 +340,10 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
         // that is gone, or no longer on the claim's node, loses them.
         auto run = jobs_.find(job);
         const std::string node = claimNodes(c).front();  // ownClaimJob: one node
-        const bool running = run != jobs_.end() &&
-                             std::any_of(run->second.nodes.begin(), run->second.nodes.end(),
-                                         [&](const JobNodeAlloc &n) { return n.node == node; });
+        const bool running = (run != jobs_.end() &&
+                              std::any_of(run->second.nodes.begin(), run->second.nodes.end(),
+                                          [&](const JobNodeAlloc &n) { return n.node == node; })) ||
+                             ending_on(job, node);  // its steps may still run there
         auto want = desired.find(c.name);
         if (!running && config_.holder_pods && !snap.podsSynced) {
             return;  // which pod consumes it is not known yet: delete nothing
@@ -334,7 +375,8 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
 void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
     std::map<std::string, const HolderIntent *> desired;
     for (const auto &[id, hs] : holders_)
-        for (const auto &h : hs) desired[h.name] = &h;
+        if (jobs_.count(id))  // an ending job's pods are kept, not made again
+            for (const auto &h : hs) desired[h.name] = &h;
     std::set<std::string> seen;
     snap.pods.forEach([&](const std::string &, const PodHolding &p) {
         const uint32_t job = ownPodJob(p, config_);
@@ -342,9 +384,10 @@ void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
         seen.insert(p.name);
         if (recently_submitted(podKey(p.name), now)) return;
         auto running = jobs_.find(job);
-        const bool onNode = running != jobs_.end() &&
-                            std::any_of(running->second.nodes.begin(), running->second.nodes.end(),
-                                        [&](const JobNodeAlloc &n) { return n.node == p.nodeName; });
+        const bool onNode = (running != jobs_.end() &&
+                             std::any_of(running->second.nodes.begin(), running->second.nodes.end(),
+                                         [&](const JobNodeAlloc &n) { return n.node == p.nodeName; })) ||
+                            ending_on(job, p.nodeName);
         auto want = desired.find(p.name);
         if (!onNode && !node_clear(p.nodeName, "holder pod " + p.ns + "/" + p.name, now)) {
             return;  // steps of its job may still run there

@@ -27,6 +27,8 @@ public:
 
     void job_started(const JobAlloc &job, std::shared_ptr<const Inventory> inventory) override;
     void job_ended(uint32_t job_id) override;
+    void job_finishing(uint32_t job_id) override;
+    void job_released(uint32_t job_id, const std::string &node) override;
     void jobs_known(const std::vector<JobAlloc> &running,
                     std::shared_ptr<const Inventory> inventory) override;
     void node_registered(const std::string &node, std::chrono::seconds settle) override;
@@ -97,6 +99,11 @@ private:
     std::map<uint32_t, std::vector<ClaimIntent>> intents_; // their claims, once translated
     std::map<uint32_t, std::vector<HolderIntent>> holders_; // their holder pods (HolderPods=yes)
     std::set<uint32_t> incomplete_;  // jobs with a node that could not take claims yet
+    // Jobs slurmctld released whose nodes are still ending them: the
+    // Kubernetes nodes where their claims and pods (intents_, holders_)
+    // stay until job_released(). Neither written again nor deleted.
+    std::map<uint32_t, std::set<std::string>> ending_;
+    bool ending_on(uint32_t job_id, const std::string &node) const;  // mu_ held
     std::map<std::string, Clock::time_point> submitted_;   // claim name or "pod:"name -> last write queued
     // Kubernetes nodes whose slurmd registered since jobs_known(): from
     // when a gone job's claims and pods there may be deleted (mu_). A

@@ -19,6 +19,7 @@
 
 #include "core/k8s_cons_tres_ctld.h"
 #include "k8s_agent.h"
+#include "k8s_ending.h"
 #include "k8s_gate.h"
 #include "k8s_gpu.h"
 #include "k8s_nodes.h"
@@ -219,6 +220,8 @@ static void *_agent(void *arg)
 		k8s_gate_tick();
 		if (k8s_registered_pending())
 			k8s_registered_scan();
+		if (k8s_ending_pending())
+			k8s_ending_scan();
 		slurm_mutex_lock(&agent_mu);
 		if (stopping)
 			break;
@@ -278,4 +281,5 @@ extern void k8s_agent_stop(void)
 	xfree(mismatch_since);
 	since_cnt = 0;
 	k8s_registered_fini();
+	k8s_ending_reset();
 }

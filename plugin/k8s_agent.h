@@ -6,8 +6,9 @@
  * node's slurmd to register, it retries those nodes once a second (on
  * releases without update_node_config, the only early way). It also drains
  * and resumes nodes whose slices disagree, tells the core which nodes'
- * slurmd registered (k8s_registered.h), and notices that slurmctld leaves
- * control. It never does I/O.
+ * slurmd registered (k8s_registered.h) and which nodes ended a job
+ * (k8s_ending.h), and notices that slurmctld leaves control. It never
+ * does I/O.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

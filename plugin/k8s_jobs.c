@@ -11,6 +11,7 @@
 #include "src/common/xmalloc.h"
 
 #include "core/k8s_cons_tres_ctld.h"
+#include "k8s_ending.h"
 #include "k8s_gpu.h"
 #include "k8s_jobs.h"
 #include "k8s_log.h"
@@ -139,12 +140,13 @@ static void _started(job_record_t *job_ptr, bool selected)
 
 extern void k8s_jobs_begin(job_record_t *job_ptr)
 {
+	k8s_ending_forget(job_ptr->job_id);	/* a requeued run's: over */
 	_started(job_ptr, true);
 }
 
 extern void k8s_jobs_end(job_record_t *job_ptr)
 {
-	k8s_cons_tres_job_ended(job_ptr->job_id);
+	k8s_ending_add(job_ptr);
 }
 
 /* A running job told again: its claims and pods follow the new allocation

@@ -13,7 +13,8 @@
 /* After a successful job_begin: the cores chosen and GPUs selected (cons_tres
  * allocates them right after, in select_p_select_nodeinfo_set). */
 extern void k8s_jobs_begin(job_record_t *job_ptr);
-/* The job's resources are released (end, cancel, requeue, node failure). */
+/* The job's resources are released (end, cancel, requeue, node failure):
+ * its claims go node by node as its nodes end it (k8s_ending.h). */
 extern void k8s_jobs_end(job_record_t *job_ptr);
 /* The job's allocation changed (resize): its claims follow. */
 extern void k8s_jobs_resized(job_record_t *job_ptr);

@@ -16,6 +16,7 @@ select_k8s_cons_tres_la_SOURCES = \
 	plugin/k8s_steer.c plugin/k8s_steer.h \
 	plugin/k8s_agent.c plugin/k8s_agent.h \
 	plugin/k8s_registered.c plugin/k8s_registered.h \
+	plugin/k8s_ending.c plugin/k8s_ending.h \
 	plugin/k8s_gate.c plugin/k8s_gate.h plugin/k8s_gate_api.h \
 	plugin/k8s_nodes.c plugin/k8s_nodes.h
 if SLURM_ABI_22_05

@@ -26,6 +26,7 @@
 #include "inner_select.h"
 #include "k8s_agent.h"
 #include "k8s_gate.h"
+#include "k8s_ending.h"
 #include "k8s_gpu.h"
 #include "k8s_jobs.h"
 #include "k8s_registered.h"
@@ -279,6 +280,7 @@ extern int select_p_reconfigure(void)
 	 * exactly these jobs.
 	 */
 	k8s_registered_reset();	/* every node registers anew, from now */
+	k8s_ending_reset();	/* what ending jobs left is reconciled now */
 	k8s_jobs_known(job_list);
 	k8s_agent_ready();
 	return rc;

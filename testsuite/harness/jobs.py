@@ -31,3 +31,18 @@ def wait_job(cluster, job_id: int, states=FINAL_STATES, timeout: float = 60) -> 
         return job if job.get("JobState") in states else None
     return wait_for(reached, timeout=timeout, what=f"job {job_id} to reach {sorted(states)}",
                     on_timeout=lambda: f"{show_job(cluster, job_id)}\n" + cluster.tail("log/slurmctld.log"))
+
+
+def process_alive(pid: int) -> bool:
+    """A job's process (on loopback, this machine's) runs, not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def job_pid(cluster, pidfile, timeout: float = 30) -> int:
+    """The pid a job wrote to `pidfile` (`echo $$ > FILE` in its script)."""
+    return int(wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=timeout,
+                        what=f"the job's process id in {pidfile}"))

@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 
 from harness import node_agent as na
-from harness.jobs import sbatch, show_job, wait_job
+from harness.jobs import job_pid, process_alive, sbatch, show_job, wait_job
 from harness import scenarios
 from harness.kube import CLAIM_LABEL_JOB, api_stats, claim_devices, cpu_ids_by_device, job_claims, kubectl
 from harness.kube import holder_pods as job_pods
@@ -164,10 +164,41 @@ def test_the_pod_goes_first_then_its_claims(cluster, how):
             claim_rv = next(rv for rv, kind, name in seen if kind == "ResourceClaim" and name == c)
             assert pod_rv < claim_rv, f"claim {c} deleted before pod {pod['metadata']['name']}"
     if how == "requeue-hold":
-        # its steps may still be ending (COMPLETING) when the pods are gone
+        # the pods and claims went once its node ended it (COMPLETING over)
         wait_for(lambda: show_job(cluster, j)["JobState"] == "PENDING", timeout=60,
                  what=f"job {j} held, pending again")
         assert not job_pods(cluster, j)
+
+
+def test_a_cancelled_jobs_devices_stay_held_until_its_steps_are_gone(cluster):
+    """slurmctld releases a cancelled job before its nodes have killed its
+    steps: a step that ignores SIGTERM runs on until SIGKILL, KillWait (5 s
+    here) later, and the node stays COMPLETING meanwhile. Its holder pod and
+    claims stay until the node has ended the job: no sample sees them gone
+    while the step's process lives."""
+    pidfile = cluster.run_dir / f"stubborn-{time.monotonic_ns()}.pid"
+    j = sbatch(cluster, "-w", "k8s-n2", "-c2", "-o", "/dev/null", "--wrap",
+               f"echo $$ > {pidfile}; trap '' TERM; exec sleep 300")
+    wait_job(cluster, j, states={"RUNNING"})
+    wait_running_pods(cluster, j, 1)
+    pid = job_pid(cluster, pidfile)
+    cluster.run("scancel", str(j))
+    seen_alive_after_cancel = []
+
+    def gone():
+        # objects first, then the process: gone objects with a live step
+        # after them is the window this closes
+        claims, pods = job_claims(cluster, j), job_pods(cluster, j)
+        if process_alive(pid):
+            seen_alive_after_cancel.append(bool(claims) and bool(pods))
+            assert claims and pods, "the cancelled job's claim or holder pod went while its step still ran"
+            return False
+        return not claims and not pods
+    wait_for(gone, timeout=60, what=f"job {j}'s claim and pod to go once its step is gone",
+             on_timeout=lambda: kubectl(cluster, "get", "pods,resourceclaims", "-n", NS, check=False).stdout)
+    # the step did outlive the cancel (else this tested nothing)
+    assert seen_alive_after_cancel, "the step ended at once; KillWait should have kept it"
+    pidfile.unlink(missing_ok=True)
 
 
 def job_claims_named(claims, node):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from harness import scenarios
-from harness.jobs import sbatch, show_job, wait_job
+from harness.jobs import job_pid, process_alive, sbatch, show_job, wait_job
 from harness.kube import holder_pods, job_claims, kubectl
 from harness.wait import wait_for
 
@@ -239,8 +239,7 @@ def test_a_restart_that_lost_its_jobs_keeps_their_claims_until_slurm_killed_thei
     job = sbatch(c, "-w", node, "-o", "/dev/null", "-c2", "--wrap", f"echo $$ > {pidfile}; exec sleep 300")
     wait_job(c, job, states={"RUNNING"})
     wait_for(lambda: job_claims(c, job) and holder_pods(c, job), timeout=30, what="the job's claim and holder pod")
-    pid = int(wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), timeout=30,
-                       what="the job's process id"))
+    pid = job_pid(c, pidfile)
     slurmd = c._pids()[f"slurmd.{node}"]
     log = c.run_dir / "log" / "slurmctld.log"
 
@@ -255,7 +254,7 @@ def test_a_restart_that_lost_its_jobs_keeps_their_claims_until_slurm_killed_thei
                         and "has not registered since slurmctld started" in t and t, timeout=60,
                         what="the plugin to keep the lost job's claim for its node's slurmd")
         assert "slurmctld runs 0 jobs" in kept, kept[-2000:]
-        assert alive(pid), "the lost job's step should run on while its slurmd is stopped"
+        assert process_alive(pid), "the lost job's step should run on while its slurmd is stopped"
         assert job_claims(c, job) and holder_pods(c, job), "claim or holder pod deleted while the step runs"
     finally:
         os.kill(slurmd, signal.SIGCONT)
@@ -265,18 +264,10 @@ def test_a_restart_that_lost_its_jobs_keeps_their_claims_until_slurm_killed_thei
         # them is the double-booking window this closes
         claims, pods = job_claims(c, job), holder_pods(c, job)
         if not claims and not pods:
-            assert not alive(pid), "the claim and holder pod went while the lost job's step still ran"
+            assert not process_alive(pid), "the claim and holder pod went while the lost job's step still ran"
             return True
         return False
     wait_for(gone, timeout=120, what="the lost job's claim and holder pod to go once Slurm killed its step",
              on_timeout=lambda: c.tail("log/slurmctld.log"))
     text = log.read_bytes()[since:].decode(errors="replace")
     assert re.search(rf"Orphan .*{job}.* reported on node {node}", text), text[-3000:]
-
-
-def alive(pid) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -112,6 +112,43 @@ TEST_CASE("a gone job's claim stays until its node's slurmd registered and Slurm
     CHECK(next.stats().submitted == 0);
 }
 
+TEST_CASE("a finishing job's claims stay on each node until that node has ended it") {
+    ClaimSync sync(config(), nowhere(), {}, quiet());
+    sync.set_write_gate([] { return false; });
+    sync.set_leader(true);
+    auto inv = std::make_shared<const Inventory>();
+    const JobAlloc job{7, "alice", {JobNodeAlloc{"node1", {0}, {}}, JobNodeAlloc{"node2", {0}, {}}}};
+    sync.jobs_known({job}, inv);
+    sync.node_registered("node1", std::chrono::seconds(0));
+    sync.node_registered("node2", std::chrono::seconds(0));
+    const Snapshot both = synced({our_claim(7, "node1"), our_claim(7, "node2")});
+    sync.job_finishing(7);  // slurmctld released it; its nodes still kill its steps
+    sync.reconcile(both, inv);
+    CHECK(sync.stats().submitted == 0);
+    CHECK(sync.gate(7).kind == GateState::Kind::None);
+    sync.job_released(7, "node1");
+    sync.reconcile(both, inv);
+    CHECK(sync.stats().submitted == 1);  // node1's only
+    sync.job_released(7, "node2");
+    sync.reconcile(synced({our_claim(7, "node2")}), inv);
+    CHECK(sync.stats().submitted == 2);
+    // Begun again while finishing (a requeue): its own again, kept.
+    ClaimSync again(config(), nowhere(), {}, quiet());
+    again.set_write_gate([] { return false; });
+    again.set_leader(true);
+    again.jobs_known({job}, inv);
+    again.node_registered("node1", std::chrono::seconds(0));
+    again.node_registered("node2", std::chrono::seconds(0));
+    again.job_finishing(7);
+    again.job_started(job, inv);
+    again.job_released(7, "");  // a late release of the last run frees nothing
+    again.reconcile(both, inv);
+    CHECK(again.stats().submitted == 0);
+    again.job_ended(7);  // at once, every node
+    again.reconcile(both, inv);
+    CHECK(again.stats().submitted == 2);
+}
+
 TEST_CASE("a running job's claim on a node it no longer uses is deleted") {
     ClaimSync sync(config(), nowhere(), {}, quiet());
     sync.set_write_gate([] { return false; });

@@ -288,6 +288,10 @@ struct RecordingSink : ClaimSink {
         calls.push_back("started " + std::to_string(j.job_id));
     }
     void job_ended(uint32_t id) override { calls.push_back("ended " + std::to_string(id)); }
+    void job_finishing(uint32_t id) override { calls.push_back("finishing " + std::to_string(id)); }
+    void job_released(uint32_t id, const std::string &node) override {
+        calls.push_back("released " + std::to_string(id) + " " + node);
+    }
     void jobs_known(const std::vector<JobAlloc> &r, std::shared_ptr<const Inventory>) override {
         calls.push_back("known " + std::to_string(r.size()));
     }
