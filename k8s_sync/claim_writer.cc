@@ -212,10 +212,12 @@ std::optional<ClaimWriter::Op> ClaimWriter::next() {
         }
         if (auto op = queue_.take(ClaimQueue::Clock::now()))
             return op;
+        ++idle_;
         if (auto due = queue_.nextDue())
             cv_.wait_until(lk, *due);
         else
             cv_.wait(lk);
+        --idle_;
     }
     return std::nullopt;
 }
@@ -453,9 +455,12 @@ std::string ClaimWriter::holderUid(const ClaimIntent &in, const std::string &cla
     const auto until = std::chrono::steady_clock::now() + kHolderWait;
     std::unique_lock<std::mutex> lk(mu_);
     // Both are written at once: the pod's POST is usually in flight now.
-    // Only an operation another thread runs is waited for: one merely
-    // queued may wait for this very thread (MaxInflightWrites=1).
-    while (!uids_.count(podKey) && queue_.inFlight(podKey) && !stop_->stopped())
+    // Only an operation another thread runs or an idle one is about to
+    // take is waited for: one queued with every other thread busy may
+    // wait for this very thread (MaxInflightWrites=1). Under load the
+    // idle thread may not have taken it yet when the claim's POST is back.
+    while (!uids_.count(podKey) && (queue_.inFlight(podKey) || (queue_.busy(podKey) && idle_ > 0)) &&
+           !stop_->stopped())
         if (podCv_.wait_until(lk, until) == std::cv_status::timeout) break;
     auto it = uids_.find(podKey);
     std::string uid = it == uids_.end() ? "" : it->second;

@@ -165,6 +165,7 @@ private:
     // for, "" for none (mu_); and podCv_ wakes holderUid() on a pod's uid.
     std::unordered_map<std::string, std::string> reservedBy_;
     std::condition_variable podCv_;
+    size_t idle_ = 0;  // writer threads waiting for work (mu_)
     static constexpr std::chrono::milliseconds kHolderWait{1000};  // a bound only: a POST takes 5-20 ms
     static constexpr size_t kMaxUids = 1 << 20;           // beyond it, removals GET first
 };
