@@ -399,7 +399,7 @@ void Engine::job_started(JobAlloc job) {
     if (auto s = sink()) s->job_started(job, inv);
 }
 
-bool Engine::forget_job(uint32_t job_id) {
+void Engine::forget_job(uint32_t job_id) {
     const auto inv = current();
     bool bridged = false;
     {
@@ -411,7 +411,6 @@ bool Engine::forget_job(uint32_t job_id) {
     // slurm-bridge's claims of the job are its pods' from now on, with no
     // Kubernetes change to tell slurmctld: its view must be rebuilt now.
     if (bridged) change_all();
-    return bridged;
 }
 
 void Engine::job_ended(uint32_t job_id) {

@@ -210,7 +210,7 @@ private:
                                                      bool *all);  // jobs_mu_ held
     void change_all();
     void remember_ended(uint32_t job_id);
-    bool forget_job(uint32_t job_id);  // Slurm released it; true: bridged
+    void forget_job(uint32_t job_id);  // Slurm released it
 
     bool fresh(Clock::time_point now) const;       // the view, and writes possible
     bool view_fresh(Clock::time_point now) const;  // the view alone

@@ -206,8 +206,11 @@ void ClaimSync::job_finishing(uint32_t job_id) {
     jobs_.erase(run);
 }
 
-bool ClaimSync::ending_on(uint32_t job_id, const std::string &node) const {
-    auto e = ending_.find(job_id);
+bool ClaimSync::holds_node(uint32_t job_id, const std::string &node) const {
+    if (auto run = jobs_.find(job_id); run != jobs_.end())
+        return std::any_of(run->second.nodes.begin(), run->second.nodes.end(),
+                           [&](const JobNodeAlloc &n) { return n.node == node; });
+    auto e = ending_.find(job_id);  // its steps may still run there
     return e != ending_.end() && e->second.count(node);
 }
 
@@ -340,10 +343,7 @@ void ClaimSync::reconcile(const Snapshot &snap, const std::shared_ptr<const Inve
         // that is gone, or no longer on the claim's node, loses them.
         auto run = jobs_.find(job);
         const std::string node = claimNodes(c).front();  // ownClaimJob: one node
-        const bool running = (run != jobs_.end() &&
-                              std::any_of(run->second.nodes.begin(), run->second.nodes.end(),
-                                          [&](const JobNodeAlloc &n) { return n.node == node; })) ||
-                             ending_on(job, node);  // its steps may still run there
+        const bool running = holds_node(job, node);
         auto want = desired.find(c.name);
         if (!running && config_.holder_pods && !snap.podsSynced) {
             return;  // which pod consumes it is not known yet: delete nothing
@@ -383,11 +383,7 @@ void ClaimSync::reconcile_pods(const Snapshot &snap, Clock::time_point now) {
         if (!job) return;
         seen.insert(p.name);
         if (recently_submitted(podKey(p.name), now)) return;
-        auto running = jobs_.find(job);
-        const bool onNode = (running != jobs_.end() &&
-                             std::any_of(running->second.nodes.begin(), running->second.nodes.end(),
-                                         [&](const JobNodeAlloc &n) { return n.node == p.nodeName; })) ||
-                            ending_on(job, p.nodeName);
+        const bool onNode = holds_node(job, p.nodeName);
         auto want = desired.find(p.name);
         if (!onNode && !node_clear(p.nodeName, "holder pod " + p.ns + "/" + p.name, now)) {
             return;  // steps of its job may still run there

@@ -103,7 +103,8 @@ private:
     // Kubernetes nodes where their claims and pods (intents_, holders_)
     // stay until job_released(). Neither written again nor deleted.
     std::map<uint32_t, std::set<std::string>> ending_;
-    bool ending_on(uint32_t job_id, const std::string &node) const;  // mu_ held
+    // mu_ held: the job runs on the node, or is ending there.
+    bool holds_node(uint32_t job_id, const std::string &node) const;
     std::map<std::string, Clock::time_point> submitted_;   // claim name or "pod:"name -> last write queued
     // Kubernetes nodes whose slurmd registered since jobs_known(): from
     // when a gone job's claims and pods there may be deleted (mu_). A

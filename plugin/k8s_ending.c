@@ -72,13 +72,14 @@ extern void k8s_ending_add(job_record_t *job_ptr)
 		k8s_cons_tres_job_released(job_ptr->job_id, NULL);
 		return;
 	}
+	/* under slurmctld's write locks: one allocation, however many nodes */
+	e.index = xcalloc(bit_set_count(job_ptr->node_bitmap), sizeof(int));
+	e.name = xcalloc(bit_set_count(job_ptr->node_bitmap), sizeof(char *));
 	last = bit_fls(job_ptr->node_bitmap);
 	for (int i = bit_ffs(job_ptr->node_bitmap); i >= 0 && i <= last; i++) {
 		if (!bit_test(job_ptr->node_bitmap, i) ||
 		    !(node_ptr = node_record_table_ptr[i]))
 			continue;
-		xrecalloc(e.index, e.nnodes + 1, sizeof(int));
-		xrecalloc(e.name, e.nnodes + 1, sizeof(char *));
 		e.index[e.nnodes] = node_ptr->index;
 		e.name[e.nnodes++] = xstrdup(node_ptr->name);
 	}
@@ -124,10 +125,15 @@ extern void k8s_ending_scan(void)
 {
 	slurmctld_lock_t locks = { .job = READ_LOCK, .node = READ_LOCK };
 	release_t *out = NULL;
-	int nout = 0;
+	int nout = 0, cap = 0;
 
 	lock_slurmctld(locks);
 	slurm_mutex_lock(&ending_mu);
+	/* at most every node of every ending job: one allocation */
+	for (int i = 0; i < ending_cnt; i++)
+		cap += ending[i].nnodes;
+	if (cap)
+		out = xcalloc(cap, sizeof(release_t));
 	for (int i = 0; i < ending_cnt; i++) {
 		ending_t *e = &ending[i];
 		job_record_t *job_ptr = find_job_record(e->job_id);
@@ -141,7 +147,6 @@ extern void k8s_ending_scan(void)
 				continue;
 			}
 			e->index[n] = -1;
-			xrecalloc(out, nout + 1, sizeof(release_t));
 			out[nout].job_id = e->job_id;
 			out[nout++].node = e->name[n];
 			e->name[n] = NULL;

@@ -89,7 +89,9 @@ extern void k8s_registered_scan(void)
 			continue;
 		}
 		bit_set(told, node_ptr->index);
-		xrecalloc(names, n + 1, sizeof(char *));
+		/* one allocation: at a start every node registers within seconds */
+		if (!names)
+			names = xcalloc(node_record_count, sizeof(char *));
 		names[n++] = xstrdup(node_ptr->name);
 	}
 	/* nodes created later (dynamic, discovered) are looked for now and then */

@@ -53,6 +53,20 @@ Snapshot synced(std::initializer_list<std::shared_ptr<ClaimHolding>> claims) {
     return snap;
 }
 
+Logger quiet();
+
+// A controller in charge told these jobs, whose writes never leave the
+// queue (the queued ones are counted), and these nodes' slurmd registered.
+std::unique_ptr<ClaimSync> in_charge(const std::vector<JobAlloc> &jobs,
+                                     std::initializer_list<const char *> registered) {
+    auto sync = std::make_unique<ClaimSync>(config(), nowhere(), WriterOptions{}, quiet());
+    sync->set_write_gate([] { return false; });
+    sync->set_leader(true);
+    sync->jobs_known(jobs, std::make_shared<const Inventory>());
+    for (const char *node : registered) sync->node_registered(node, std::chrono::seconds(0));
+    return sync;
+}
+
 Logger quiet() { return Logger([](LogLevel, const std::string &) {}, ""); }
 
 template <class F>
@@ -67,11 +81,8 @@ bool eventually(F &&f) {
 }  // namespace
 
 TEST_CASE("reconciliation deletes no claim before it knows the holder pods") {
-    ClaimSync sync(config(), nowhere(), {}, quiet());
-    sync.set_write_gate([] { return false; });  // nothing leaves the queue
-    sync.set_leader(true);
-    sync.jobs_known({}, std::make_shared<Inventory>());
-    sync.node_registered("node1", std::chrono::seconds(0));
+    auto owned = in_charge({}, {"node1"});
+    ClaimSync &sync = *owned;
     Snapshot snap;
     snap.claimsSynced = true;
     auto gone = our_claim(9, "node1");  // job 9 no longer runs
@@ -88,11 +99,9 @@ TEST_CASE("reconciliation deletes no claim before it knows the holder pods") {
 TEST_CASE("a gone job's claim stays until its node's slurmd registered and Slurm had time to kill its steps") {
     // After a restart that lost the job state, the job's steps still run on
     // its node until slurmd registers and slurmctld kills them there.
-    ClaimSync sync(config(), nowhere(), {}, quiet());
-    sync.set_write_gate([] { return false; });
-    sync.set_leader(true);
     auto inv = std::make_shared<const Inventory>();
-    sync.jobs_known({}, inv);
+    auto owned = in_charge({}, {});
+    ClaimSync &sync = *owned;
     const Snapshot snap = synced({our_claim(9, "node1"), our_claim(10, "node2")});
     sync.reconcile(snap, inv);
     CHECK(sync.stats().submitted == 0);           // neither slurmd registered
@@ -102,25 +111,17 @@ TEST_CASE("a gone job's claim stays until its node's slurmd registered and Slurm
     CHECK(sync.stats().submitted == 1);           // node1's goes; node2 settles for an hour
     // A new controller's list of jobs (a restart, a takeover): every node
     // registers anew before anything goes.
-    ClaimSync next(config(), nowhere(), {}, quiet());
-    next.set_write_gate([] { return false; });
-    next.set_leader(true);
-    next.jobs_known({}, inv);
-    next.node_registered("node1", std::chrono::seconds(0));
-    next.jobs_known({}, inv);
-    next.reconcile(snap, inv);
-    CHECK(next.stats().submitted == 0);
+    auto next = in_charge({}, {"node1"});
+    next->jobs_known({}, inv);
+    next->reconcile(snap, inv);
+    CHECK(next->stats().submitted == 0);
 }
 
 TEST_CASE("a finishing job's claims stay on each node until that node has ended it") {
-    ClaimSync sync(config(), nowhere(), {}, quiet());
-    sync.set_write_gate([] { return false; });
-    sync.set_leader(true);
     auto inv = std::make_shared<const Inventory>();
     const JobAlloc job{7, "alice", {JobNodeAlloc{"node1", {0}, {}}, JobNodeAlloc{"node2", {0}, {}}}};
-    sync.jobs_known({job}, inv);
-    sync.node_registered("node1", std::chrono::seconds(0));
-    sync.node_registered("node2", std::chrono::seconds(0));
+    auto owned = in_charge({job}, {"node1", "node2"});
+    ClaimSync &sync = *owned;
     const Snapshot both = synced({our_claim(7, "node1"), our_claim(7, "node2")});
     sync.job_finishing(7);  // slurmctld released it; its nodes still kill its steps
     sync.reconcile(both, inv);
@@ -133,12 +134,8 @@ TEST_CASE("a finishing job's claims stay on each node until that node has ended 
     sync.reconcile(synced({our_claim(7, "node2")}), inv);
     CHECK(sync.stats().submitted == 2);
     // Begun again while finishing (a requeue): its own again, kept.
-    ClaimSync again(config(), nowhere(), {}, quiet());
-    again.set_write_gate([] { return false; });
-    again.set_leader(true);
-    again.jobs_known({job}, inv);
-    again.node_registered("node1", std::chrono::seconds(0));
-    again.node_registered("node2", std::chrono::seconds(0));
+    auto owned_again = in_charge({job}, {"node1", "node2"});
+    ClaimSync &again = *owned_again;
     again.job_finishing(7);
     again.job_started(job, inv);
     again.job_released(7, "");  // a late release of the last run frees nothing
@@ -150,17 +147,11 @@ TEST_CASE("a finishing job's claims stay on each node until that node has ended 
 }
 
 TEST_CASE("a running job's claim on a node it no longer uses is deleted") {
-    ClaimSync sync(config(), nowhere(), {}, quiet());
-    sync.set_write_gate([] { return false; });
-    sync.set_leader(true);
-    auto inv = std::make_shared<const Inventory>();
-    sync.jobs_known({JobAlloc{7, "alice", {JobNodeAlloc{"node1", {0}, {}}}}}, inv);
-    sync.node_registered("node1", std::chrono::seconds(0));
-    sync.node_registered("node2", std::chrono::seconds(0));
-    sync.reconcile(synced({our_claim(7, "node1"), our_claim(7, "node2")}), inv);
+    auto sync = in_charge({JobAlloc{7, "alice", {JobNodeAlloc{"node1", {0}, {}}}}}, {"node1", "node2"});
+    sync->reconcile(synced({our_claim(7, "node1"), our_claim(7, "node2")}), std::make_shared<const Inventory>());
     // node1's stays (node1 cannot take claims now, so none is wanted there),
     // node2's goes: the job shrank off node2
-    CHECK(sync.stats().submitted == 1);
+    CHECK(sync->stats().submitted == 1);
 }
 
 TEST_CASE("the writer sends nothing while the Lease gate says no, at once when it says yes") {
