@@ -6,10 +6,15 @@
 #include "k8s_client/list_page.h"
 #include "k8s_client/thread_name.h"
 
+#include <algorithm>
 #include <future>
 #include <system_error>
 
 namespace k8s_cons_tres::k8s {
+
+namespace {
+constexpr std::chrono::seconds kEarlyRetryGap{1};
+}  // namespace
 
 Informer::Informer(std::shared_ptr<const Config> cfg, std::shared_ptr<TokenSource> token,
                    ClientOptions copts, InformerOptions opts, std::shared_ptr<Stopper> stop,
@@ -66,11 +71,29 @@ void Informer::run() {
     Client client(cfg_, token_, copts_, stop_, log_);
     Backoff backoff(opts_.backoff);
     std::string rv;
-    std::string lastFailure;
+    // After a failure, wait out the backoff; but once the API server has
+    // answered another request since this attempt began (another informer,
+    // the Lease), it is back: retry then, so that a short outage does not
+    // leave the view stale for a whole backoff (up to 30 s). A watch the
+    // server dropped after answering it is so resumed at once. Bounded: at
+    // most one retry a second comes early, however often the server
+    // answers (a balancer that drops every watch as soon as it is open).
+    auto lastEarly = Backoff::Clock::time_point{};
+    auto pause = [&](uint64_t seen) {
+        const auto now = Backoff::Clock::now();
+        const auto until = now + backoff.next(now);
+        const auto earliest = std::min(until, lastEarly + kEarlyRetryGap);
+        if (earliest > now && stop_->waitFor(earliest - now))
+            return;  // stopped
+        const auto rest = until - Backoff::Clock::now();
+        if (rest > rest.zero() && stop_->waitFor(rest, seen) == Stopper::Woke::Answered)
+            lastEarly = Backoff::Clock::now();
+    };
     while (!stop_->stopped()) {
+        const uint64_t seen = stop_->answers();
         try {
             if (rv.empty() && !list(client, rv)) {
-                stop_->waitFor(backoff.next(Backoff::Clock::now()));
+                pause(seen);
                 continue;
             }
             switch (watch(client, rv)) {
@@ -82,14 +105,14 @@ void Informer::run() {
                 rv.clear();
                 break;
             case WatchEnd::Failed:
-                stop_->waitFor(backoff.next(Backoff::Clock::now()));
+                pause(seen);
                 break;
             }
         } catch (const std::exception &e) {
             // Bad JSON from the server: start again from a fresh list.
             fail(std::string("unexpected answer, listing again: ") + e.what(), true);
             rv.clear();
-            stop_->waitFor(backoff.next(Backoff::Clock::now()));
+            pause(seen);
         }
     }
 }
@@ -159,6 +182,7 @@ bool Informer::list(Client &c, std::string &rv) {
     if (stop_->stopped())
         return false;
     ++stats_.lists;
+    stop_->answered();
     handler_.endList();
     dataArrived();
     rv = listRv;
@@ -252,6 +276,8 @@ Informer::WatchEnd Informer::watch(Client &c, std::string &rv) {
     // Open once the server has answered: a black-holed request never is.
     HttpResponse r = c.stream(path, onChunk, [this](long status) {
         watching_ = status >= 200 && status < 300;
+        if (watching_)
+            stop_->answered();
     });
     if (expired || r.status == 410)
         return WatchEnd::Expired;

@@ -226,7 +226,9 @@ void EngineFeed::run() {
             // to standby gives it up at once.
             const bool active = claims_->active();
             if (active && now - last_lease_ >= std::chrono::seconds(2)) {
-                lease_.tick();
+                // The server answers: informers in a backoff need not wait it out.
+                if (lease_.tick())
+                    watcher_.answered();
                 last_lease_ = now;
             } else if (!active) {
                 lease_.release();

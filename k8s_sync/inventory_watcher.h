@@ -42,6 +42,9 @@ public:
 
     void start();
     void stop();  // returns promptly: transfers are aborted, waits interrupted
+    // The API server answered another request (the Lease): informers
+    // waiting out a backoff retry now (see Informer::run).
+    void answered() { stop_->answered(); }
     std::shared_ptr<const Snapshot> snapshot() const { return store_.current(); }
     SnapshotStore &store() { return store_; }
     // Every informer has a watch open (answered with HTTP 200).

@@ -142,7 +142,7 @@ void LeaseKeeper::release() {
     }
 }
 
-void LeaseKeeper::tick() {
+bool LeaseKeeper::tick() {
     const std::string coll = leases_path(opts_);
     const std::string item = coll + "/" + urlEncode(opts_.name);
     const auto now = Clock::now();
@@ -151,9 +151,10 @@ void LeaseKeeper::tick() {
         // another controller's clock can call the lease expired
         return (now + opts_.duration * 2 / 3).time_since_epoch().count();
     };
-    bool mine = false;
+    bool mine = false, answered = false;
     try {
         HttpResponse g = client_.get(item);
+        answered = g.ok() || g.status == 404;
         if (g.status == 404) {
             acquire_time_ = micro_time();
             mine = write("POST", coll, body("", 0, true, opts_.identity));
@@ -207,6 +208,7 @@ void LeaseKeeper::tick() {
             log_.error("this slurmctld does not hold Lease " + opts_.ns + "/" + opts_.name +
                        ": claim writes and reconciliation pause");
     }
+    return answered;
 }
 
 }  // namespace k8s_cons_tres::k8s

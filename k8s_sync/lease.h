@@ -42,8 +42,9 @@ public:
     LeaseKeeper &operator=(const LeaseKeeper &) = delete;
 
     // One attempt to acquire or renew; blocking I/O, so the feed thread
-    // calls it, never slurmctld's scheduling path.
-    void tick();
+    // calls it, never slurmctld's scheduling path. Returns whether the API
+    // server answered the Lease's GET (found or not found).
+    bool tick();
     // Held, and renewed recently enough that no other controller can have
     // taken it over (a third of the duration is kept as margin).
     bool held() const;

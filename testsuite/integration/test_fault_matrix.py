@@ -43,8 +43,10 @@ DURATIONS = {
 
 
 # How long the plan waits after a fault for Kubernetes nodes to take jobs
-# again: the informers back off up to 30 s (client-go's reflector backoff,
-# reset only after 2 min without failures), then relist.
+# again: the informers retry once the API server answers the Lease again,
+# at most one early retry a second; past that they wait out their backoff
+# (up to 30 s, client-go's reflector backoff, reset only after 2 min
+# without failures), then relist.
 RESUME_BOUND = 45
 
 

@@ -50,6 +50,8 @@ public:
         close(fd_);
     }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    // While set, every request is answered 500 (an API server in trouble).
+    void failing(bool on) { failing_ = on; }
 
 private:
     bool readable(int fd) {
@@ -79,7 +81,11 @@ private:
                 const std::string line = in.substr(0, in.find("\r\n"));
                 const bool watch = line.find("watch=1") != std::string::npos;
                 in.erase(0, end + 4);
-                if ((!hold_.empty() && line.find(hold_) != std::string::npos) ||
+                if (failing_) {
+                    std::string body = R"({"kind":"Status","status":"Failure","code":500})";
+                    send(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+                } else if ((!hold_.empty() && line.find(hold_) != std::string::npos) ||
                     (watch ? watch_ == Watch::Unanswered : list_ == List::Unanswered)) {
                     hold = true;  // black hole: accepted, never answered
                 } else if (!watch) {
@@ -108,7 +114,7 @@ private:
     std::string hold_;
     int fd_ = -1;
     int port_ = 0;
-    std::atomic<bool> stop_{false};
+    std::atomic<bool> stop_{false}, failing_{false};
     std::thread accept_;
     std::vector<std::thread> conns_;
 };
@@ -198,5 +204,51 @@ TEST_CASE("one informer without data makes the view stale", "[freshness]") {
     CHECK(w.informers()[1]->lastData().time_since_epoch().count() == 0);
     CHECK_FALSE(w.watching());
     CHECK_FALSE(w.fresh(1h));
+    w.stop();
+}
+
+TEST_CASE("informers in a backoff retry once the API server is seen answering again", "[freshness]") {
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark);
+    s.failing(true);
+    auto o = options();
+    o.backoff.initial = 20s;  // far longer than the test
+    o.backoff.cap = 30s;
+    InventoryWatcher w(config(s), o, Logger());
+    w.start();
+    REQUIRE(eventually([&] {
+        for (const auto &i : w.informers())
+            if (i->stats().failures == 0) return false;
+        return true;
+    }));
+    s.failing(false);
+    std::this_thread::sleep_for(300ms);
+    CHECK_FALSE(w.snapshot()->synced());  // each waits out its backoff...
+    w.answered();                          // ...until another request is answered (the Lease)
+    CHECK(eventually([&] { return w.snapshot()->synced() && w.watching(); }, 3000ms));
+    w.stop();
+}
+
+TEST_CASE("an informer retries early at most once a second, however often others are answered",
+          "[freshness]") {
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark);
+    s.failing(true);
+    auto o = options();
+    o.backoff.initial = 1500ms;
+    o.backoff.cap = 1500ms;
+    o.backoff.jitter = 0;
+    InventoryWatcher w(config(s), o, Logger());
+    w.start();
+    REQUIRE(eventually([&] { return w.informers()[0]->stats().failures > 0; }));
+    // The server answers others all the time but never this informer: it
+    // retries once a second (earlier than its backoff), never at the
+    // answers' pace.
+    const auto end = std::chrono::steady_clock::now() + 2500ms;
+    while (std::chrono::steady_clock::now() < end) {
+        w.answered();
+        std::this_thread::sleep_for(10ms);
+    }
+    const auto failures = w.informers()[0]->stats().failures.load();
+    CHECK(failures >= 3);  // at 0 s, at once, 1 s, 2 s
+    CHECK(failures <= 5);
     w.stop();
 }
