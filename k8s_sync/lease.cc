@@ -5,9 +5,13 @@
 #include "k8s_sync/claim_json.h"
 #include "k8s_client/json.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <ctime>
 #include <random>
 
@@ -38,13 +42,44 @@ std::string processPrefix(long pid) {
     return host + std::string("_p") + std::to_string(pid) + "_";
 }
 
+// "t<boot id>.<pid namespace>": which process table a pid belongs to. Two
+// slurmctlds in containers of one node share its host name but not their
+// pids; after a reboot a pid is someone else's. "" when unknown.
+std::string processTable() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string boot;
+    struct stat ns{};
+    if (!std::getline(in, boot) || boot.size() < 8 || stat("/proc/self/ns/pid", &ns) != 0)
+        return "";
+    return "t" + boot.substr(0, 8) + "." + std::to_string(ns.st_ino);
+}
+
 }  // namespace
 
 std::string controllerIdentity() {
     std::random_device rd;
     char id[20];
     std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
-    return processPrefix(getpid()) + id;
+    const std::string table = processTable();
+    return processPrefix(getpid()) + (table.empty() ? "" : table + "_") + id;
+}
+
+bool heldByGone(const std::string &holder) {
+    const std::string table = processTable();
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    const std::string head = host + std::string("_p");
+    if (table.empty() || holder.rfind(head, 0) != 0)
+        return false;
+    size_t at = head.size(), end = at;
+    while (end < holder.size() && holder[end] >= '0' && holder[end] <= '9' && end - at < 10)
+        ++end;
+    if (end == at || holder.compare(end, table.size() + 2, "_" + table + "_") != 0)
+        return false;
+    const long pid = std::stol(holder.substr(at, end - at));
+    // ESRCH: no such process. EPERM or success: the pid lives, maybe
+    // reused by another program: wait for the lease to lapse, as before.
+    return pid > 0 && pid != getpid() && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 bool heldByReplaced(const std::string &holder, long replaced_pid) {
@@ -182,10 +217,15 @@ bool LeaseKeeper::tick() {
                     observed_rv_ = rv;
                     observed_at_ = now;
                 }
-                if (holder.empty() || now - observed_at_ > opts_.duration) {
+                // A holder of this host whose process is gone (killed,
+                // crashed) renews no more: no need to wait for it to lapse.
+                const bool gone = !holder.empty() && heldByGone(holder);
+                if (holder.empty() || gone || now - observed_at_ > opts_.duration) {
                     acquire_time_ = micro_time();
                     mine = write("PUT", item, body(rv, transitions + 1, true, opts_.identity));
-                    if (mine && !holder.empty())
+                    if (mine && gone)
+                        log_.info("took over from " + holder + ": that slurmctld's process is gone");
+                    else if (mine && !holder.empty())
                         log_.info("took over from " + holder + ", whose lease expired");
                 }
             }

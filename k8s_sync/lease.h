@@ -77,9 +77,16 @@ private:
 
 // This host's name, the process id and a per-start id: two controllers
 // never share an identity, even on one host. A controller that stopped
-// cleanly gave its lease up (release()); one that was killed is waited for
-// until its lease lapses, as client-go's leader election does.
+// cleanly gave its lease up (release()). One that was killed is waited for
+// until its lease lapses, as client-go's leader election does, unless it
+// ran on this host in the same process table and its pid is gone
+// (heldByGone). The identity names that table: host_p<pid>_t<boot>.<pidns>_<id>.
 std::string controllerIdentity();
+
+// Whether a holder identity is that of a process of this host, this boot
+// and this pid namespace that no longer exists: killed or crashed, it
+// renews nothing any more. A pid another process now has counts as alive.
+bool heldByGone(const std::string &holder);
 
 // Whether a holder identity is that of process replaced_pid on this host:
 // the slurmctld whose pid Slurm's reconfigure left in the pidfile is the

@@ -170,9 +170,16 @@ def kill_9_restart_reconciles(c, tmp_path):
     kubectl(c, "patch", "resourceclaim", "slurm-orphan-999999", "-n", "slurm", "--subresource=status",
             "--type=merge", "-p", json.dumps({"status": {"allocation": status["allocation"]}}))
 
+    log = c.run_dir / "log" / "slurmctld.log"
+    since = len(log.read_bytes())
     c.start_slurmctld()
     for j in jobs:
         assert show_job(c, j).get("JobState") == "RUNNING", show_job(c, j)
+    # The killed slurmctld ran on this host and its process is gone: its
+    # Lease is taken at once, not waited out (15 s without claim writes).
+    wait_for(lambda: "that slurmctld's process is gone" in log.read_bytes()[since:].decode(errors="replace"),
+             timeout=30, what="the new slurmctld to take the dead one's Lease over")
+    assert "whose lease expired" not in log.read_bytes()[since:].decode(errors="replace")
     # The pods' GPUs are kept from Slurm again once the slurmds registered
     # with the new slurmctld (and the jobs' GPUs are counted as before).
     for node, (_, gpus) in pod_held(c).items():

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <regex>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace k8s_cons_tres::k8s;
@@ -45,4 +46,30 @@ TEST_CASE("a slurmctld replaced in place by reconfigure is known by its pid on t
     // a pid that only begins with ours is another process
     CHECK_FALSE(heldByReplaced(mine, getpid() / 10));
     CHECK_FALSE(heldByReplaced("other-controller", getpid()));
+}
+
+TEST_CASE("a holder of this host whose process is gone need not be waited out") {
+    const std::string mine = controllerIdentity();
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0)
+        _exit(0);
+    REQUIRE(waitpid(child, nullptr, 0) == child);  // reaped: the pid names no process
+    const std::string p = "_p" + std::to_string(getpid()) + "_";
+    const size_t at = mine.find(p);
+    REQUIRE(at != std::string::npos);
+    const std::string gone = mine.substr(0, at) + "_p" + std::to_string(child) + "_" + mine.substr(at + p.size());
+    CHECK(heldByGone(gone));
+    CHECK_FALSE(heldByGone(mine));  // this process lives
+    // pid 1 lives (here, or in any container this runs in)
+    CHECK_FALSE(heldByGone(mine.substr(0, at) + "_p1_" + mine.substr(at + p.size())));
+    // another host, or another boot or pid namespace: its pids are not ours to look up
+    CHECK_FALSE(heldByGone("other-host" + gone.substr(gone.find("_p"))));
+    const size_t t = gone.find("_t");
+    REQUIRE(t != std::string::npos);
+    CHECK_FALSE(heldByGone(gone.substr(0, t) + "_t00000000.1" + gone.substr(gone.find('_', t + 1))));
+    // an identity of the old form (no process table) is waited out as before
+    CHECK_FALSE(heldByGone(gone.substr(0, t) + gone.substr(gone.find('_', t + 1))));
+    CHECK_FALSE(heldByGone("other-controller"));
+    CHECK_FALSE(heldByGone(""));
 }
