@@ -350,3 +350,82 @@ def test_rbac_kinds_are_validated_not_enforced(srv):
     assert code == 422
     assert {c["field"] for c in body["details"]["causes"]} == \
         {"rules[0].verbs", "rules[0].apiGroups"}
+
+
+# ---------------------------------------------------------------- slurmd
+
+SLURMD = BASE / "components" / "slurmd"
+SLURMD_EXAMPLE = BASE / "overlays" / "slurmd-example"
+
+
+def test_the_slurmd_component_builds_alone_and_with_the_example_overlay():
+    alone = by_kind(docs(kustomize(SLURMD)))
+    assert sorted(alone) == ["DaemonSet", "Namespace", "PriorityClass"]
+    ds, = alone["DaemonSet"]
+    # no image is shipped: the component names a placeholder the site sets
+    assert {c["image"] for c in ds["spec"]["template"]["spec"]["containers"]} == {"slurmd"}
+
+    site = by_kind(docs(kustomize(SLURMD_EXAMPLE)))
+    # the plugin's base, the component, the generated ConfigMap
+    assert sorted(site) == sorted(["Namespace", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+                                   "ClusterRoleBinding", "PriorityClass", "DeviceClass", "DaemonSet",
+                                   "ConfigMap"])
+    ds, = site["DaemonSet"]
+    pod = ds["spec"]["template"]["spec"]
+    assert {c["image"] for c in pod["containers"]} == {"registry.example.com/hpc/slurm:25.11.7"}
+    cm, = site["ConfigMap"]
+    assert cm["metadata"]["namespace"] == ds["metadata"]["namespace"] == "slurmd"
+    assert sorted(cm["data"]) == ["cgroup.conf", "gres.conf", "slurm.conf"]
+    # the generated name (its content's hash) is what the pod mounts
+    assert cm["metadata"]["name"].startswith("slurmd-config-")
+    assert {v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v} == {cm["metadata"]["name"]}
+    assert "IgnoreSystemd=yes" in cm["data"]["cgroup.conf"]
+    assert "SelectType=select/k8s_cons_tres" in cm["data"]["slurm.conf"]
+    # the claim namespace stays "restricted"; slurmd's own is privileged
+    enforce = {n["metadata"]["name"]: n["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+               for n in site["Namespace"]}
+    assert enforce == {default_claim_namespace(): "restricted", "slurmd": "privileged"}, enforce
+
+
+def test_the_slurmd_pod_holds_no_device_and_runs_slurmd_as_a_host_would():
+    site = by_kind(docs(kustomize(SLURMD_EXAMPLE)))
+    ds, = site["DaemonSet"]
+    pod = ds["spec"]["template"]["spec"]
+    # No device, no claim: each job's devices are its own claims' and holder
+    # pod's, so the node's shared pool keeps every CPU and GPU no job holds.
+    assert "resourceClaims" not in pod
+    for c in pod["containers"] + pod.get("initContainers", []):
+        res = c.get("resources", {})
+        assert "claims" not in res, c["name"]
+        for kind in ("requests", "limits"):
+            assert set(res.get(kind, {})) <= {"cpu", "memory"}, (c["name"], res)
+    slurmd, = [c for c in pod["containers"] if c["name"] == "slurmd"]
+    assert slurmd["resources"]["requests"]["cpu"] == "100m"
+    assert pod["hostNetwork"] is True and pod["hostPID"] is True
+    assert pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert slurmd["securityContext"] == {"privileged": True}
+    # the node's name is the Slurm node's name
+    env = {e["name"]: e for e in slurmd["env"]}
+    assert env["SLURM_NODENAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert slurmd["command"][:2] == ["slurmd", "-D"] and "$(SLURM_NODENAME)" in slurmd["command"]
+    assert slurmd["readinessProbe"]["tcpSocket"]["port"] == 6818
+    # longer than slurm.conf's default KillWait (30 s), for the steps to end
+    assert pod["terminationGracePeriodSeconds"] > 30
+    assert pod["nodeSelector"] == {"k8s-cons-tres.slurm.io/slurmd": "true"}
+    assert pod["automountServiceAccountToken"] is False
+    # munged beside it, on a socket directory they share, the key from a Secret
+    munge, = [c for c in pod["containers"] if c["name"] == "munge"]
+    assert "munged --foreground" in " ".join(munge["command"])
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert vols["munge-key"]["secret"]["secretName"] == "munge-key"
+    assert vols["munge-key"]["secret"]["defaultMode"] == 0o400
+    assert "emptyDir" in vols["munge-socket"]
+    mounts = lambda c: {m["mountPath"]: m["name"] for m in c["volumeMounts"]}  # noqa: E731
+    assert mounts(slurmd)["/run/munge"] == mounts(munge)["/run/munge"] == "munge-socket"
+    # never preempted by ordinary pods: above the holder pods, the top user priority
+    classes = {p["metadata"]["name"]: p for p in site["PriorityClass"]}
+    mine = classes[pod["priorityClassName"]]
+    assert mine["value"] > classes["slurm-k8s-cons-tres-holder"]["value"]
+    assert mine["value"] <= 1000000000 and mine["globalDefault"] is False
+    # rolled one node at a time
+    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
