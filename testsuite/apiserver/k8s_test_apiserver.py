@@ -47,6 +47,11 @@ def parse_args(argv):
                    "does while etcd commits (5-20 ms a write); kept by /_test/faults/reset")
     p.add_argument("--jitter-ms", type=int, default=0, metavar="J",
                    help="and up to J ms more, at random")
+    p.add_argument("--device-taint-rules", choices=("v1beta2", "v1alpha3", "off"),
+                   default="v1beta2",
+                   help="serve DeviceTaintRules in resource.k8s.io at this version (1.36 "
+                   "serves v1beta2, 1.33-1.35 v1alpha3, each behind the DRADeviceTaintRules "
+                   "gate), or not at all")
     p.add_argument("--verbose", action="store_true", help="log requests")
     return p.parse_args(argv)
 

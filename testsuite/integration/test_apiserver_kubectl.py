@@ -277,3 +277,41 @@ def test_namespaces_and_namespaced_claims(srv):
     out = run(srv, "get", "resourceclaims", "-n", "default", "-o",
               "name").stdout
     assert "kc-ns-claim" not in out
+
+
+# ------------------------------------------------------------ DeviceTaintRules
+
+def taint_rule(name, effect, version="v1beta2", selector='{"driver": "gpu.nvidia.com", "device": "gpu-0"}'):
+    return json.dumps({"apiVersion": f"resource.k8s.io/{version}", "kind": "DeviceTaintRule",
+                       "metadata": {"name": name},
+                       "spec": {"deviceSelector": json.loads(selector),
+                                "taint": {"key": "example.com/maintenance", "effect": effect}}})
+
+
+def test_device_taint_rules_served_at_v1beta2_by_default(srv):
+    """As a 1.36 API server with DRADeviceTaintRules: discovery lists them
+    in resource.k8s.io/v1beta2, kubectl creates one, the server defaults
+    timeAdded and refuses an effect Kubernetes does not know."""
+    out = run(srv, "api-resources", "--api-group=resource.k8s.io", "-o", "wide").stdout
+    assert any(line.split()[:1] == ["devicetaintrules"] and "resource.k8s.io/v1beta2" in line
+               for line in out.splitlines()), out
+    run(srv, "apply", "-f", "-", stdin=taint_rule("gpu0-maint", "NoSchedule"))
+    got = json.loads(run(srv, "get", "devicetaintrule", "gpu0-maint", "-o", "json").stdout)
+    assert got["apiVersion"] == "resource.k8s.io/v1beta2" and "namespace" not in got["metadata"]
+    assert got["spec"]["taint"]["timeAdded"], got
+    res = run(srv, "apply", "-f", "-", stdin=taint_rule("bad", "PreferNoSchedule"), ok=False)
+    assert res.returncode != 0 and 'spec.taint.effect: Unsupported value: "PreferNoSchedule"' in res.stderr, \
+        res.stderr
+    run(srv, "delete", "devicetaintrule", "gpu0-maint")
+
+
+@pytest.mark.parametrize("version", ["v1alpha3", "off"])
+def test_device_taint_rules_at_another_version_or_none(version):
+    with TestApiServer(extra_args=["--device-taint-rules", version]) as s:
+        res = s.kubectl("apply", "-f", "-", input=taint_rule("r", "NoExecute", version="v1alpha3"))
+        if version == "off":  # as without the feature gate: kubectl finds no such kind
+            assert res.returncode != 0 and "DeviceTaintRule" in res.stderr, res.stderr
+        else:
+            assert res.returncode == 0, res.stderr
+            res = s.kubectl("apply", "-f", "-", input=taint_rule("r2", "NoExecute", version="v1beta2"))
+            assert res.returncode != 0, "only one version is served at a time"

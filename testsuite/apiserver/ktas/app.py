@@ -15,7 +15,7 @@ from .api import Api
 from .auth import Authenticator, BUILTIN_RULES
 from .control import Control, Stats
 from .faults import Faults
-from .resources import TYPES, NAMESPACES, NODES, RESOURCE_SLICES
+from .resources import TYPES, NAMESPACES, NODES, RESOURCE_SLICES, serve_taint_rules
 from .server import ApiServer, ControlServer
 from .status import ApiError
 from .store import Store
@@ -26,6 +26,9 @@ class App:
     def __init__(self, opts):
         self.opts = opts
         self.verbose = opts.verbose
+        rules = getattr(opts, "device_taint_rules", "v1beta2")
+        if rules != "off":
+            serve_taint_rules([rules])
         self.store = Store(history_limit=opts.history)
         self.api = Api(self.store)
         self.faults = Faults(getattr(opts, "delay_ms", 0), getattr(opts, "jitter_ms", 0))

@@ -158,6 +158,20 @@ EVENTS = ResourceType(
             "involvedObject.fieldPath", "reason", "reportingComponent",
             "type"), short_names=("ev",))
 
+# An admin's taints on devices outside the slices (KEP 5055): v1alpha3 in
+# Kubernetes 1.33-1.35, v1beta2 in 1.36, each behind feature gates. Served
+# in the versions --device-taint-rules names (serve_taint_rules below).
+def _taint_rule_type(version):
+    return ResourceType(
+        "devicetaintrules", "devicetaintrule", "DeviceTaintRule",
+        "resource.k8s.io", version, False, has_status=True,
+        validate_create=validation.device_taint_rule,
+        validate_update=lambda old, new: validation.device_taint_rule(new),
+        default=validation.device_taint_rule_default)
+
+
+DEVICE_TAINT_RULES = {v: _taint_rule_type(v) for v in ("v1beta2", "v1alpha3")}
+
 TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
          NODES, SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
          CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES, PODS, EVENTS]
@@ -165,6 +179,15 @@ TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
 BY_GROUP_VERSION = {}
 for _t in TYPES:
     BY_GROUP_VERSION.setdefault((_t.group, _t.version), {})[_t.name] = _t
+
+
+def serve_taint_rules(versions):
+    """Serve DeviceTaintRules in these versions ("v1beta2", "v1alpha3"),
+    as an API server with the DRADeviceTaintRules gate does; none by
+    default. One stored object, whichever version it is written through."""
+    for v in versions:
+        rt = DEVICE_TAINT_RULES[v]
+        BY_GROUP_VERSION.setdefault((rt.group, rt.version), {})[rt.name] = rt
 
 
 def lookup(group, version, name):

@@ -541,6 +541,57 @@ SYSTEM_CRITICAL_PRIORITY = 2000000000
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
+# ---------------------------------------------------------------- taint rules
+
+TAINT_EFFECTS = ["NoSchedule", "NoExecute", "None"]   # None: 1.35+
+
+
+def device_taint_rule(obj):
+    """resource.k8s.io DeviceTaintRule (v1alpha3 1.33-1.35, v1beta2 1.36):
+    a selector of driver, pool and device, and one taint. Also defaults
+    taint.timeAdded, as kube-apiserver does."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    out = []
+    sel = spec.get("deviceSelector")
+    if sel is not None:
+        if not isinstance(sel, dict):
+            out.append(bad("spec.deviceSelector", sel, "must be an object"))
+        else:
+            if sel.get("driver") is not None:
+                out += dns_subdomain("spec.deviceSelector.driver", sel["driver"], max_len=63)
+            if sel.get("pool") is not None:
+                out += pool_name("spec.deviceSelector.pool", sel["pool"])
+            if sel.get("device") is not None:
+                out += dns_label("spec.deviceSelector.device", sel["device"])
+    taint = spec.get("taint")
+    if not isinstance(taint, dict):
+        return out + [required("spec.taint")]
+    if not taint.get("key"):
+        out.append(required("spec.taint.key"))
+    else:
+        out += _label_key("spec.taint.key", taint["key"])
+    value = taint.get("value", "")
+    if not isinstance(value, str) or len(value) > 63:
+        out.append(bad("spec.taint.value", value, "must be no more than 63 characters"))
+    if not taint.get("effect"):
+        out.append(required("spec.taint.effect"))
+    elif taint["effect"] not in TAINT_EFFECTS:
+        out.append(unsupported("spec.taint.effect", taint["effect"], TAINT_EFFECTS))
+    return out
+
+
+def device_taint_rule_default(obj, old=None):
+    taint = (obj.get("spec") or {}).get("taint")
+    if isinstance(taint, dict) and not taint.get("timeAdded"):
+        before = ((old or {}).get("spec") or {}).get("taint") or {}
+        same = {k: before.get(k) for k in ("key", "value", "effect")} == \
+            {k: taint.get(k) for k in ("key", "value", "effect")}
+        from .api import now_rfc3339
+        taint["timeAdded"] = before.get("timeAdded") if same and before.get("timeAdded") else now_rfc3339()
+
+
 def priority_class(obj):
     """Also defaults preemptionPolicy, as kube-apiserver does."""
     out = []
