@@ -89,10 +89,36 @@ void Informer::run() {
         if (rest > rest.zero() && stop_->waitFor(rest, seen) == Stopper::Woke::Answered)
             lastEarly = Backoff::Clock::now();
     };
+    const bool discovering = !opts_.discover.empty();
+    bool found = false;
     while (!stop_->stopped()) {
         const uint64_t seen = stop_->answers();
         try {
+            if (discovering && !found) {
+                const std::optional<std::string> path = discoverPath(client);
+                if (!path) {
+                    pause(seen);
+                    continue;
+                }
+                if (path->empty()) {
+                    if (served_.exchange(false) || stats_.lists == 0)
+                        log_.info("not served by the API server: none apply; looked for again every " +
+                                  std::to_string(opts_.rediscover.count()) + " s");
+                    handler_.beginList();
+                    handler_.endList();
+                    ++stats_.lists;
+                    stop_->waitFor(opts_.rediscover);
+                    continue;
+                }
+                opts_.path = *path;
+                found = true;
+                served_ = true;
+                log_.info("served at " + *path);
+                rv.clear();
+            }
             if (rv.empty() && !list(client, rv)) {
+                if (discovering && lastStatus_ == 404)
+                    found = false;  // gone (an upgrade removed that version): look again
                 pause(seen);
                 continue;
             }
@@ -115,6 +141,31 @@ void Informer::run() {
             pause(seen);
         }
     }
+}
+
+std::optional<std::string> Informer::discoverPath(Client &c) {
+    for (const std::string &path : opts_.discover) {
+        const size_t slash = path.rfind('/');
+        const std::string groupVersion = path.substr(0, slash), resource = path.substr(slash + 1);
+        HttpResponse r = c.get(groupVersion);
+        if (r.status == 404)
+            continue;  // that version of the group is not served
+        if (!r.ok()) {
+            std::string msg = c.describe(r, "GET " + groupVersion);
+            if (r.status)
+                msg += " (" + parseApiStatus(r.status, r.body).summary() + ")";
+            fail(msg, r.status == 401 || r.status == 403 || stats_.lists == 0);
+            return std::nullopt;
+        }
+        stop_->answered();
+        rapidjson::Document doc;
+        json::parseInsitu(doc, r.body);
+        if (const rapidjson::Value *list = json::member(doc, "resources"); list && list->IsArray())
+            for (const rapidjson::Value &item : list->GetArray())
+                if (json::getString(item, "name") == resource)
+                    return path;
+    }
+    return std::string();
 }
 
 bool Informer::list(Client &c, std::string &rv) {
@@ -151,6 +202,7 @@ bool Informer::list(Client &c, std::string &rv) {
             handler_.beginList();
             continue;
         }
+        lastStatus_ = r.status;
         if (!r.ok()) {
             bool loud = r.status == 401 || r.status == 403 || r.error.rfind("TLS:", 0) == 0;
             std::string msg = c.describe(r, "LIST " + opts_.path);

@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <vector>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +54,12 @@ struct InformerOptions {
     int pageSize = 500;
     std::chrono::seconds watchTimeout{300};  // asked of the server; randomised up to 2x
     Backoff::Params backoff;
+    // A kind the API server may not serve (an alpha or beta API): its
+    // collection paths, preferred first, looked up in discovery before the
+    // first list. Where none is served the handler gets an empty list, the
+    // informer counts as not served() and looks again every rediscover.
+    std::vector<std::string> discover;
+    std::chrono::seconds rediscover{300};
 };
 
 struct InformerStats {
@@ -74,6 +82,9 @@ public:
     const std::string &name() const { return opts_.name; }
     // True from the watch's HTTP 200 until it ends (not merely requested).
     bool watching() const { return watching_.load(); }
+    // False while discovery found none of opts.discover served (nothing to
+    // watch, no data to wait for); true for every other informer.
+    bool served() const { return served_.load(); }
     // When data last arrived: a completed list, a watch event or a bookmark.
     // An open but silent connection does not count. Epoch (0) = never.
     std::chrono::steady_clock::time_point lastData() const {
@@ -86,6 +97,7 @@ private:
     enum class WatchEnd { Closed, Expired, Failed };
     void run();
     bool list(Client &c, std::string &rv);
+    std::optional<std::string> discoverPath(Client &c);
     WatchEnd watch(Client &c, std::string &rv);
     bool handleEvent(std::string &text, std::string &rv, bool &expired, bool &changed);
     std::string query(const std::string &extra) const;
@@ -103,6 +115,8 @@ private:
     mutable std::mutex errMu_;
     std::string lastError_;
     std::atomic<bool> watching_{false};
+    std::atomic<bool> served_{true};
+    long lastStatus_ = 0;  // of the last list request (the informer's thread only)
     std::atomic<std::chrono::steady_clock::rep> lastData_{0};
     std::thread thread_;
 };

@@ -74,6 +74,10 @@ BridgePodHandler::BridgePodHandler(SnapshotStore &store, Logger log)
 NodeHandler::NodeHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "Node", decodeKubeNode, &SnapshotStore::publishNodes, std::move(log)) {}
 
+TaintRuleHandler::TaintRuleHandler(SnapshotStore &store, Logger log)
+    : ObjectHandler(store, "DeviceTaintRule", decodeTaintRule, &SnapshotStore::publishTaintRules, std::move(log),
+                    salvageTaintRule, "keeps every device from new Slurm jobs") {}
+
 template <class T>
 void ObjectHandler<T>::beginList() { staging_ = Map(); }
 
@@ -81,8 +85,8 @@ template <class T>
 void ObjectHandler<T>::undecodable(Map &m, const rapidjson::Value &obj, const std::exception &e, bool listing) {
     if (salvage_) {
         auto c = std::make_shared<T>(salvage_(obj, e.what()));
-        log_.error(std::string("undecodable ") + kind_ + " '" + c->ns + "/" + c->name +
-                   "' keeps the nodes it names out: " + e.what());
+        log_.error(std::string("undecodable ") + kind_ + " '" + c->ns + "/" + c->name + "' " + salvaged_ + ": " +
+                   e.what());
         std::string key = claimKey(c->ns, c->name);
         m.set(key, std::move(c));
     } else if (listing) {
@@ -140,5 +144,6 @@ void ObjectHandler<T>::add(Map &m, const rapidjson::Value &obj) {
 template class ObjectHandler<ClaimHolding>;
 template class ObjectHandler<PodHolding>;
 template class ObjectHandler<KubeNode>;
+template class ObjectHandler<TaintRule>;
 
 }  // namespace k8s_cons_tres::k8s

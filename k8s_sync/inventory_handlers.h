@@ -41,9 +41,9 @@ public:
     // What stands for an object that cannot be decoded; null: nothing does.
     using Salvage = T (*)(const rapidjson::Value &, const std::string &why);
     ObjectHandler(SnapshotStore &store, const char *kind, Decode decode, Publish publish, Logger log,
-                  Salvage salvage = nullptr)
+                  Salvage salvage = nullptr, const char *salvaged = "keeps the nodes it names out")
         : store_(store), kind_(kind), decode_(decode), publish_(publish), log_(std::move(log)),
-          salvage_(salvage) {}
+          salvage_(salvage), salvaged_(salvaged) {}
     void beginList() override;
     void listItem(const rapidjson::Value &obj) override;
     void endList() override;
@@ -63,6 +63,7 @@ private:
     Publish publish_;
     Logger log_;
     Salvage salvage_;
+    const char *salvaged_;  // what the stand-in does, for the log
     Map working_, staging_;
     bool synced_ = false;
 };
@@ -86,6 +87,13 @@ public:
 class NodeHandler : public ObjectHandler<KubeNode> {
 public:
     NodeHandler(SnapshotStore &store, Logger log);
+};
+
+// A rule that cannot be decoded keeps every device from new jobs
+// (salvageTaintRule), from a list or an event alike.
+class TaintRuleHandler : public ObjectHandler<TaintRule> {
+public:
+    TaintRuleHandler(SnapshotStore &store, Logger log);
 };
 
 }  // namespace k8s_cons_tres::k8s

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "k8s_sync/inventory_update.h"
 
+#include <deque>
+
 #include "k8s_sync/claim_json.h"
 #include "k8s_sync/claim_owner.h"
 
@@ -178,6 +180,13 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
     seen_slices_ = snap.slicesByDriver;
     seen_claims_ = snap.claims;
     seen_bridge_ = snap.bridgePods;
+    if (last_ && !snap.taintRules.same(seen_rules_)) {
+        // A DeviceTaintRule may name any device (an empty selector: all).
+        out.rebuilt.clear();
+        for (const auto &[name, n] : nodes_)
+            out.rebuilt.push_back(name);
+    }
+    seen_rules_ = snap.taintRules;
     if (last_ && out.rebuilt.empty())
         return out;
     std::sort(out.rebuilt.begin(), out.rebuilt.end());  // the order nodes are added in
@@ -186,13 +195,20 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
     next->clear_claim_errors();
     std::vector<const CompactSlice *> slices;
     std::vector<ClaimHolding> claims;
+    std::deque<CompactSlice> tainted;  // slices with DeviceTaintRules' taints, as kube-scheduler sees them
     for (const std::string &name : out.rebuilt) {
         slices.clear();
         claims.clear();
+        tainted.clear();
         if (auto n = nodes_.find(name); n != nodes_.end()) {
             for (const auto &[driver, key] : n->second.slices)
-                if (const CompactSlice *sl = snap.slicesByDriver.at(driver).find(key))
+                if (const CompactSlice *sl = snap.slicesByDriver.at(driver).find(key)) {
+                    if (auto t = withRuleTaints(*sl, snap.taintRules)) {
+                        tainted.push_back(std::move(*t));
+                        sl = &tainted.back();
+                    }
                     slices.push_back(sl);
+                }
             for (const std::string &key : n->second.claims) {
                 const ClaimHolding *c = snap.claims.find(key);
                 if (!c)

@@ -72,6 +72,7 @@ private:
     std::map<std::string, SliceMap> seen_slices_;
     ClaimMap seen_claims_;
     PodMap seen_bridge_;  // all three seen once last_ is set
+    TaintRuleMap seen_rules_;  // a change rebuilds every node (rules are rare)
 
     ByNode<NodeObjects> digest_all(const Snapshot &snap) const;
     std::vector<std::string> changed_since_seen(const Snapshot &snap);

@@ -11,6 +11,8 @@ namespace k8s_cons_tres::k8s {
 namespace {
 constexpr const char *kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
 constexpr const char *kClaimsPath = "/apis/resource.k8s.io/v1/resourceclaims";
+constexpr const char *kTaintRulesBeta = "/apis/resource.k8s.io/v1beta2/devicetaintrules";     // 1.36
+constexpr const char *kTaintRulesAlpha = "/apis/resource.k8s.io/v1alpha3/devicetaintrules";   // 1.33-1.35
 }  // namespace
 
 InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOptions opts,
@@ -18,8 +20,9 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
     : store_(opts.drivers), stop_(std::make_shared<Stopper>()) {
     auto token = std::make_shared<TokenSource>(*cfg);
     auto make = [&](std::string name, std::string path, std::string field, std::string label,
-                    std::unique_ptr<InformerHandler> h) {
+                    std::unique_ptr<InformerHandler> h, std::vector<std::string> discover = {}) {
         InformerOptions io;
+        io.discover = std::move(discover);
         io.name = std::move(name);
         io.path = std::move(path);
         io.fieldSelector = std::move(field);
@@ -36,6 +39,11 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
              std::make_unique<SliceHandler>(store_, d, log));
     make("resourceclaims", kClaimsPath, "", opts.claimLabelSelector,
          std::make_unique<ClaimHandler>(store_, log));
+    if (opts.deviceTaintRules) {
+        store_.expectTaintRules();
+        make("devicetaintrules", kTaintRulesBeta, "", "", std::make_unique<TaintRuleHandler>(store_, log),
+             {kTaintRulesBeta, kTaintRulesAlpha});
+    }
     inventoryInformers_ = informers_.size();
     if (!opts.podNamespace.empty())
         make("pods", "/api/v1/namespaces/" + opts.podNamespace + "/pods", "", opts.podLabelSelector,
@@ -51,7 +59,7 @@ InventoryWatcher::~InventoryWatcher() { stop(); }
 
 bool InventoryWatcher::watching() const {
     for (size_t i = 0; i < inventoryInformers_; ++i)
-        if (!informers_[i]->watching())
+        if (informers_[i]->served() && !informers_[i]->watching())
             return false;
     return true;
 }
@@ -60,6 +68,8 @@ std::chrono::steady_clock::duration InventoryWatcher::dataAge(
     std::chrono::steady_clock::time_point now) const {
     auto oldest = std::chrono::steady_clock::duration::zero();
     for (size_t i = 0; i < inventoryInformers_; ++i) {
+        if (!informers_[i]->served())
+            continue;  // nothing to read: no data to wait for
         const auto at = informers_[i]->lastData();
         if (at.time_since_epoch().count() == 0)
             return std::chrono::steady_clock::duration::max();

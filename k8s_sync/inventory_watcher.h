@@ -20,6 +20,9 @@ struct WatcherOptions {
     std::chrono::seconds watchTimeout{300};
     Backoff::Params backoff;
     std::string claimLabelSelector;  // "" = all claims
+    // DeviceTaintRules, where the API server serves them (v1beta2, else
+    // v1alpha3): part of watching(), dataAge() and synced() while served.
+    bool deviceTaintRules = true;
     // Holder pods: watched in this namespace with this label selector when
     // set. Their informer is not part of watching(), dataAge() or synced():
     // pods never change what Slurm may use.
@@ -59,8 +62,8 @@ public:
                std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now()) const {
         return dataAge(now) <= bound;
     }
-    // Informers in order: one per driver, then claims, then holder pods,
-    // slurm-bridge's pods and Nodes if any.
+    // Informers in order: one per driver, then claims, then DeviceTaintRules,
+    // then holder pods, slurm-bridge's pods and Nodes if any.
     const std::vector<std::unique_ptr<Informer>> &informers() const { return informers_; }
 
 private:
@@ -68,7 +71,7 @@ private:
     std::shared_ptr<Stopper> stop_;
     std::vector<std::unique_ptr<InformerHandler>> handlers_;
     std::vector<std::unique_ptr<Informer>> informers_;
-    size_t inventoryInformers_ = 0;  // the first ones: slices and claims
+    size_t inventoryInformers_ = 0;  // the first ones: slices, claims, taint rules
 };
 
 }  // namespace k8s_cons_tres::k8s

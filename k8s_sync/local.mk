@@ -17,6 +17,7 @@ libk8s_cons_tres_sync_la_SOURCES = \
 	k8s_sync/kube_node.cc k8s_sync/kube_node.h \
 	k8s_sync/lease.cc k8s_sync/lease.h \
 	k8s_sync/slice_json.cc k8s_sync/slice_json.h \
+	k8s_sync/taint_rule.cc k8s_sync/taint_rule.h \
 	k8s_sync/snapshot.cc k8s_sync/snapshot.h \
 	k8s_sync/engine_feed.cc k8s_sync/engine_feed.h k8s_sync/start.cc \
 	k8s_sync/inventory_update.cc k8s_sync/inventory_update.h \
@@ -47,6 +48,7 @@ testsuite_unit_client_tests_SOURCES = testsuite/unit/client_main.cc \
 	testsuite/unit/client_claim_queue_tests.cc \
 	testsuite/unit/client_freshness_tests.cc \
 	testsuite/unit/client_slice_json_tests.cc \
+	testsuite/unit/client_taint_rule_tests.cc \
 	testsuite/unit/client_driver_variants_tests.cc \
 	testsuite/unit/client_job_claims_tests.cc \
 	testsuite/unit/client_holder_pod_tests.cc \

@@ -4,7 +4,7 @@
 namespace k8s_cons_tres::k8s {
 
 bool Snapshot::synced() const {
-    if (!claimsSynced)
+    if (!claimsSynced || !taintRulesSynced)
         return false;
     for (const auto &[driver, ok] : driverSynced)
         if (!ok)
@@ -103,6 +103,17 @@ void SnapshotStore::publishNodes(const NodeMap &nodes, bool synced) {
     change([&](Snapshot &s) {
         s.nodes = nodes;
         s.nodesSynced = s.nodesSynced || synced;
+    });
+}
+
+void SnapshotStore::expectTaintRules() {
+    change([&](Snapshot &s) { s.taintRulesSynced = false; });
+}
+
+void SnapshotStore::publishTaintRules(const TaintRuleMap &rules, bool synced) {
+    change([&](Snapshot &s) {
+        s.taintRules = rules;
+        s.taintRulesSynced = s.taintRulesSynced || synced;
     });
 }
 

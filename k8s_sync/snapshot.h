@@ -10,6 +10,7 @@
 #include "k8s_client/cow_map.h"
 #include "k8s_sync/holder_pod.h"
 #include "k8s_sync/kube_node.h"
+#include "k8s_sync/taint_rule.h"
 
 #include <chrono>
 #include <map>
@@ -44,6 +45,10 @@ struct Snapshot {
     // a node becomes a Slurm node only once its slices are in the view.
     NodeMap nodes;
     bool nodesSynced = false;
+    // DeviceTaintRules, where the API server serves them: part of synced()
+    // once an informer reads them (a rule not seen yet could free nothing).
+    TaintRuleMap taintRules;
+    bool taintRulesSynced = true;
 
     // True once every informer has completed its first list.
     bool synced() const;
@@ -87,6 +92,10 @@ public:
     void publishPods(const PodMap &pods, bool synced);
     void publishBridgePods(const PodMap &pods, bool synced);
     void publishNodes(const NodeMap &nodes, bool synced);
+    // An informer reads DeviceTaintRules: the view is synced only once it
+    // has listed them (or found that the API server does not serve them).
+    void expectTaintRules();
+    void publishTaintRules(const TaintRuleMap &rules, bool synced);
     // Called with each new snapshot (from informer threads), e.g. to wake core.
     void onPublish(std::function<void(const std::shared_ptr<const Snapshot> &)> fn);
 

@@ -7,6 +7,7 @@
 #include "k8s_client/json.h"
 #include "k8s_sync/kube_node.h"
 #include "k8s_sync/slice_json.h"
+#include "k8s_sync/taint_rule.h"
 
 #include <fstream>
 #include <memory>
@@ -124,6 +125,28 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
              [&](const rapidjson::Value &v) { slices->push_back(k8s::decodeResourceSlice(v)); });
     list_all(client, "/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim",
              [&](const rapidjson::Value &v) { claims->push_back(k8s::decodeClaimHolding(v)); });
+    // DeviceTaintRules, where served: added to the slices as the plugin and
+    // kube-scheduler do (a 404: this version is not served).
+    k8s::TaintRuleMap rules;
+    for (const char *path : {"/apis/resource.k8s.io/v1beta2/devicetaintrules",
+                             "/apis/resource.k8s.io/v1alpha3/devicetaintrules"}) {
+        if (client.get(std::string(path) + "?limit=1").status == 404)
+            continue;
+        list_all(client, path, "DeviceTaintRule", [&](const rapidjson::Value &v) {
+            k8s::TaintRule r;
+            try {
+                r = k8s::decodeTaintRule(v);
+            } catch (const json::Error &e) {
+                r = k8s::salvageTaintRule(v, e.what());
+            }
+            const std::string key = "/" + r.name;
+            rules.set(key, std::make_shared<const k8s::TaintRule>(std::move(r)));
+        });
+        break;
+    }
+    for (ResourceSlice &sl : *slices)
+        if (auto t = k8s::withRuleTaints(k8s::compactSlice(sl), rules))
+            sl = t->expand();
     if (nodes)
         list_all(client, "/api/v1/nodes", "Node",
                  [&](const rapidjson::Value &v) { nodes->push_back(node_state(v)); },

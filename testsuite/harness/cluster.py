@@ -230,6 +230,9 @@ class Cluster:
         # The server's stand-in kubelet + DRA drivers per node (holder pods
         # run, devices are prepared): see testsuite/harness/node_agent.py.
         self.node_agents = True
+        # The version the server serves DeviceTaintRules at ("v1beta2",
+        # "v1alpha3") or "off". Set before up().
+        self.device_taint_rules = "v1beta2"
         # Kubernetes nodes as Slurm EXTERNAL nodes discovered by the plugin
         # (Slurm 25.05+): no slurmd and no slurm.conf line for them. Set
         # before up(), or up(external=True).
@@ -475,6 +478,7 @@ class Cluster:
                                   "/usr/bin/python3", str(APISERVER), "--dir", str(self.apiserver_dir),
                                   "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
                                   *(["--node-agents"] if self.node_agents else []),
+                                  "--device-taint-rules", self.device_taint_rules,
                                   *(["--delay-ms", str(self.api_delay_ms)] if self.api_delay_ms else []),
                                   *(["--jitter-ms", str(self.api_jitter_ms)] if self.api_jitter_ms else []),
                                   *args])

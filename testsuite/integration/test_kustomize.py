@@ -125,7 +125,8 @@ def test_rbac_grants_exactly_the_verbs_the_plugin_uses():
     # the base's (a site without NodeDiscovery=external grants neither).
     assert read["rules"] == [{"apiGroups": ["resource.k8s.io"],
                               "resources": ["resourceslices",
-                                            "resourceclaims"],
+                                            "resourceclaims",
+                                            "devicetaintrules"],
                               "verbs": ["list", "watch"]}]
     # checked by Kubernetes 1.36+ at cluster scope: a Role cannot grant it
     assert binding["rules"] == [{"apiGroups": ["resource.k8s.io"],

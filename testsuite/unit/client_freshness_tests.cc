@@ -29,8 +29,9 @@ public:
     enum class List { Answer, Unanswered };
 
     // Requests whose path contains holdPath (when set) are never answered.
-    FakeServer(List list, Watch watch, std::string holdPath = "")
-        : list_(list), watch_(watch), hold_(std::move(holdPath)) {
+    // serveTaintRules: discovery lists devicetaintrules in resource.k8s.io/v1beta2.
+    FakeServer(List list, Watch watch, std::string holdPath = "", bool serveTaintRules = false)
+        : list_(list), watch_(watch), hold_(std::move(holdPath)), rules_(serveTaintRules) {
         fd_ = socket(AF_INET, SOCK_STREAM, 0);
         sockaddr_in a{};
         a.sin_family = AF_INET;
@@ -81,7 +82,19 @@ private:
                 const std::string line = in.substr(0, in.find("\r\n"));
                 const bool watch = line.find("watch=1") != std::string::npos;
                 in.erase(0, end + 4);
-                if (failing_) {
+                const bool discovery = line.find(" /apis/resource.k8s.io/v1beta2 ") != std::string::npos ||
+                                       line.find(" /apis/resource.k8s.io/v1alpha3 ") != std::string::npos;
+                const bool held = !hold_.empty() && line.find(hold_) != std::string::npos;
+                if (discovery && !held) {
+                    std::string body = rules_ && line.find("v1beta2") != std::string::npos
+                        ? R"({"kind":"APIResourceList","groupVersion":"resource.k8s.io/v1beta2","resources":[)"
+                          R"({"name":"devicetaintrules","namespaced":false,"kind":"DeviceTaintRule"}]})"
+                        : R"({"kind":"Status","status":"Failure","code":404})";
+                    send(c, std::string(body.find("APIResourceList") != std::string::npos
+                                            ? "HTTP/1.1 200 OK" : "HTTP/1.1 404 Not Found") +
+                                "\r\nContent-Type: application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body);
+                } else if (failing_) {
                     std::string body = R"({"kind":"Status","status":"Failure","code":500})";
                     send(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
                             "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
@@ -112,6 +125,7 @@ private:
     List list_;
     Watch watch_;
     std::string hold_;
+    bool rules_;
     int fd_ = -1;
     int port_ = 0;
     std::atomic<bool> stop_{false}, failing_{false};
@@ -127,6 +141,7 @@ WatcherOptions options() {
     o.client.streamIdleTimeout = 30s;  // longer than the test: silence alone decides
     o.backoff.initial = 100ms;
     o.backoff.cap = 200ms;
+    o.deviceTaintRules = false;  // the tests below that want them say so
     return o;
 }
 
@@ -251,4 +266,45 @@ TEST_CASE("an informer retries early at most once a second, however often others
     CHECK(failures >= 3);  // at 0 s, at once, 1 s, 2 s
     CHECK(failures <= 5);
     w.stop();
+}
+
+// A watcher reading DeviceTaintRules too, started: informers()[2] reads them.
+struct RulesWatcher {
+    InventoryWatcher w;
+    explicit RulesWatcher(const FakeServer &s)
+        : w(config(s), [] { auto o = options(); o.deviceTaintRules = true; return o; }(), Logger()) {
+        w.start();
+        REQUIRE(w.informers().size() == 3);
+    }
+    const Informer &rules() const { return *w.informers()[2]; }
+};
+
+TEST_CASE("DeviceTaintRules are read where the API server serves them, and waited for", "[freshness]") {
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark, "", true);
+    RulesWatcher rw(s);
+    CHECK(rw.rules().name() == "devicetaintrules");
+    REQUIRE(eventually([&] { return rw.w.snapshot()->synced() && rw.w.watching(); }));
+    CHECK(rw.rules().served());
+    CHECK(rw.rules().watching());  // part of the view's freshness: its watch is open
+    CHECK(rw.rules().stats().lists >= 1);
+}
+
+TEST_CASE("where DeviceTaintRules are not served, none apply and the view does not wait for them",
+          "[freshness]") {
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark, "", false);
+    RulesWatcher rw(s);
+    REQUIRE(eventually([&] { return rw.w.snapshot()->synced() && rw.w.watching(); }));
+    CHECK_FALSE(rw.rules().served());
+    CHECK_FALSE(rw.rules().watching());
+    CHECK(rw.w.snapshot()->taintRules.size() == 0);
+    CHECK(rw.w.fresh(5s));  // the slices' and claims' data alone
+}
+
+TEST_CASE("until the rules are known, the view is not synced", "[freshness]") {
+    // Discovery of resource.k8s.io/v1beta2 is never answered.
+    FakeServer s(FakeServer::List::Answer, FakeServer::Watch::Bookmark, "resource.k8s.io/v1beta2 ", true);
+    RulesWatcher rw(s);
+    REQUIRE(eventually([&] { return rw.w.informers()[0]->stats().lists > 0 && rw.w.informers()[1]->stats().lists > 0; }));
+    std::this_thread::sleep_for(300ms);
+    CHECK_FALSE(rw.w.snapshot()->synced());
 }
