@@ -29,9 +29,14 @@
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static time_t since;		/* control began */
 static bitstr_t *told;		/* node index: told to the core */
-static bool pending;		/* some node not told yet */
-static time_t next_scan;	/* all told: look for new nodes then */
+static time_t next_scan;	/* scan again then */
 
+/*
+ * While a node has not registered (a DOWN node may never), the node table
+ * is walked once a second, not at every agent tick; once all have, every
+ * 10 s for nodes created later.
+ */
+#define PENDING_SECONDS 1
 #define RESCAN_SECONDS 10
 
 extern void k8s_registered_reset(void)
@@ -39,7 +44,7 @@ extern void k8s_registered_reset(void)
 	slurm_mutex_lock(&reg_mu);
 	since = time(NULL);
 	FREE_NULL_BITMAP(told);
-	pending = true;
+	next_scan = 0;
 	slurm_mutex_unlock(&reg_mu);
 }
 
@@ -48,7 +53,7 @@ extern bool k8s_registered_pending(void)
 	bool p;
 
 	slurm_mutex_lock(&reg_mu);
-	p = since && (pending || time(NULL) >= next_scan);
+	p = since && time(NULL) >= next_scan;
 	slurm_mutex_unlock(&reg_mu);
 	return p;
 }
@@ -95,8 +100,7 @@ extern void k8s_registered_scan(void)
 		names[n++] = xstrdup(node_ptr->name);
 	}
 	/* nodes created later (dynamic, discovered) are looked for now and then */
-	pending = left > 0;
-	next_scan = time(NULL) + RESCAN_SECONDS;
+	next_scan = time(NULL) + (left ? PENDING_SECONDS : RESCAN_SECONDS);
 	slurm_mutex_unlock(&reg_mu);
 	unlock_slurmctld(locks);
 
@@ -113,6 +117,6 @@ extern void k8s_registered_fini(void)
 	slurm_mutex_lock(&reg_mu);
 	FREE_NULL_BITMAP(told);
 	since = 0;
-	pending = false;
+	next_scan = 0;
 	slurm_mutex_unlock(&reg_mu);
 }
