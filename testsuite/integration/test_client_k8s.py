@@ -41,7 +41,8 @@ class Probe:
 
     def __init__(self, *args):
         drivers = args[list(args).index("--drivers") + 1] if "--drivers" in args else "a,b"
-        self.informers = len(drivers.split(",")) + 1
+        # one per driver, the claims' and the DeviceTaintRules'
+        self.informers = len(drivers.split(",")) + 2
         self.proc = subprocess.Popen([probe_path(), "watch", *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
         self.lines = []
