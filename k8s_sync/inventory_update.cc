@@ -181,10 +181,12 @@ InventoryUpdater::Update InventoryUpdater::update(const Snapshot &snap) {
     seen_claims_ = snap.claims;
     seen_bridge_ = snap.bridgePods;
     if (last_ && !snap.taintRules.same(seen_rules_)) {
-        // A DeviceTaintRule may name any device (an empty selector: all).
-        out.rebuilt.clear();
+        // A DeviceTaintRule may name any device (an empty selector: all):
+        // every node, and those the diff found gone (no longer in nodes_).
+        std::set<std::string> all(out.rebuilt.begin(), out.rebuilt.end());
         for (const auto &[name, n] : nodes_)
-            out.rebuilt.push_back(name);
+            all.insert(name);
+        out.rebuilt.assign(all.begin(), all.end());
     }
     seen_rules_ = snap.taintRules;
     if (last_ && out.rebuilt.empty())

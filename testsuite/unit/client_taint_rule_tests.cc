@@ -176,3 +176,19 @@ TEST_CASE("a DeviceTaintRule that cannot be decoded keeps every device from new 
         for (const std::string &why : gpu)
             CHECK(why.rfind("taint k8s-cons-tres.slurm.io/undecodable-device-taint-rule=NoSchedule", 0) == 0);
 }
+
+TEST_CASE("a node gone in the update that changes the rules leaves the inventory", "[taint_rule]") {
+    InventoryUpdater updater(kConfig);
+    Snapshot snap = two_nodes();
+    REQUIRE(updater.update(snap).inventory);
+    for (const char *driver : {"dra.cpu", "gpu.nvidia.com"})
+        snap.slicesByDriver[driver].erase(std::string("n2-") + driver + "-a");
+    put(snap, R"({"metadata":{"name":"all"},"spec":{"deviceSelector":{},
+        "taint":{"key":"example.com/maint","effect":"NoSchedule"}}})");
+    auto u = updater.update(snap);
+    REQUIRE(u.inventory);
+    CHECK(u.rebuilt == std::vector<std::string>{"n1", "n2"});
+    CHECK_FALSE(u.inventory->node("n2"));
+    CHECK(gpu_state(*u.inventory).at("n1") ==
+          std::vector<std::string>(4, "taint example.com/maint=NoSchedule"));
+}
