@@ -5,14 +5,13 @@
 #include "k8s_sync/inventory_handlers.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace k8s_cons_tres::k8s {
 
 namespace {
 constexpr const char *kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
 constexpr const char *kClaimsPath = "/apis/resource.k8s.io/v1/resourceclaims";
-constexpr const char *kTaintRulesBeta = "/apis/resource.k8s.io/v1beta2/devicetaintrules";     // 1.36
-constexpr const char *kTaintRulesAlpha = "/apis/resource.k8s.io/v1alpha3/devicetaintrules";   // 1.33-1.35
 }  // namespace
 
 InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOptions opts,
@@ -41,8 +40,8 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
          std::make_unique<ClaimHandler>(store_, log));
     if (opts.deviceTaintRules) {
         store_.expectTaintRules();
-        make("devicetaintrules", kTaintRulesBeta, "", "", std::make_unique<TaintRuleHandler>(store_, log),
-             {kTaintRulesBeta, kTaintRulesAlpha});
+        make("devicetaintrules", kTaintRulePaths[0], "", "", std::make_unique<TaintRuleHandler>(store_, log),
+             {std::begin(kTaintRulePaths), std::end(kTaintRulePaths)});
     }
     inventoryInformers_ = informers_.size();
     if (!opts.podNamespace.empty())

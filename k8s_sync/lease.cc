@@ -35,12 +35,15 @@ std::string leases_path(const LeaseOptions &o) {
     return "/apis/coordination.k8s.io/v1/namespaces/" + urlEncode(o.ns) + "/leases";
 }
 
-// "<host>_p<pid>_": what every identity of that process begins with
-std::string processPrefix(long pid) {
+// "<host>_p": what every identity of a process of this host begins with
+std::string hostPrefix() {
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
-    return host + std::string("_p") + std::to_string(pid) + "_";
+    return host + std::string("_p");
 }
+
+// "<host>_p<pid>_": what every identity of that process begins with
+std::string processPrefix(long pid) { return hostPrefix() + std::to_string(pid) + "_"; }
 
 // "t<boot id>.<pid namespace>": which process table a pid belongs to. Two
 // slurmctlds in containers of one node share its host name but not their
@@ -65,10 +68,7 @@ std::string controllerIdentity() {
 }
 
 bool heldByGone(const std::string &holder) {
-    const std::string table = processTable();
-    char host[256] = "unknown";
-    gethostname(host, sizeof host - 1);
-    const std::string head = host + std::string("_p");
+    const std::string table = processTable(), head = hostPrefix();
     if (table.empty() || holder.rfind(head, 0) != 0)
         return false;
     size_t at = head.size(), end = at;

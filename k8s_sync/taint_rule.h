@@ -33,6 +33,12 @@ struct TaintRule {
 
 using TaintRuleMap = CowMap<TaintRule>;  // key: "/name"
 
+// Where the API server may serve them, preferred first.
+inline constexpr const char *kTaintRulePaths[] = {
+    "/apis/resource.k8s.io/v1beta2/devicetaintrules",   // Kubernetes 1.36
+    "/apis/resource.k8s.io/v1alpha3/devicetaintrules",  // 1.33-1.35
+};
+
 TaintRule decodeTaintRule(const rapidjson::Value &obj);
 // A rule that cannot be decoded: it matches every device with effect
 // NoSchedule, for what it names cannot be known (fail closed).

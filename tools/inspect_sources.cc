@@ -128,8 +128,7 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
     // DeviceTaintRules, where served: added to the slices as the plugin and
     // kube-scheduler do (a 404: this version is not served).
     k8s::TaintRuleMap rules;
-    for (const char *path : {"/apis/resource.k8s.io/v1beta2/devicetaintrules",
-                             "/apis/resource.k8s.io/v1alpha3/devicetaintrules"}) {
+    for (const char *path : k8s::kTaintRulePaths) {
         if (client.get(std::string(path) + "?limit=1").status == 404)
             continue;
         list_all(client, path, "DeviceTaintRule", [&](const rapidjson::Value &v) {
