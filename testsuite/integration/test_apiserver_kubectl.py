@@ -265,8 +265,8 @@ def test_server_validation_reaches_kubectl(srv):
 
 
 def test_namespaces_and_namespaced_claims(srv):
-    # `kubectl create namespace` sends protobuf, which this server refuses
-    # (415); a manifest goes through the JSON path.
+    # A manifest goes through the JSON path (`kubectl create namespace`
+    # sends protobuf, which the server refuses).
     run(srv, "create", "-f", "-", stdin=json.dumps(
         {"apiVersion": "v1", "kind": "Namespace",
          "metadata": {"name": "kc-jobs"}}))

@@ -131,6 +131,9 @@ class App:
         if opts.synthetic_nodes:
             self.load_synthetic(opts.synthetic_nodes)
         self.register_nodes()
+        from .daemonsets import DaemonSetController
+        self.daemonsets = DaemonSetController(self)
+        self.daemonsets.start()
         if getattr(opts, "node_agents", False):
             from .kubelet import NodeAgents
             self.agents = self.api.kubelet = NodeAgents(self)
@@ -156,6 +159,8 @@ class App:
         self.shutdown()
 
     def shutdown(self):
+        if getattr(self, "daemonsets", None):
+            self.daemonsets.stop()
         if self.agents:
             self.agents.stop()
         self.faults.stop()

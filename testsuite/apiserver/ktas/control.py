@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The /_test control API (fault injection, statistics, churn, node agents'
-views, registering nodes and setting their Ready condition) and the request
-statistics it reports."""
+views, registering nodes and setting their Ready condition, the DaemonSet
+controller's counters) and the request statistics it reports."""
 
 import collections
 import json
@@ -91,6 +91,8 @@ class Control:
             return h.send_json(200, self.tokens(self._obj(body)))
         if route == ("POST", "/_test/churn"):
             return h.send_json(200, self.churn(self._obj(body)))
+        if route == ("GET", "/_test/daemonsets"):
+            return h.send_json(200, self.app.daemonsets.stats())
         if method == "GET" and path.startswith("/_test/nodes"):
             return h.send_json(200, self.nodes(path))
         if method == "POST" and path.startswith("/_test/nodes/"):

@@ -2,11 +2,12 @@
 """PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and
 strategic merge patch with the patch strategies the served types declare
 (status.reservedFor and metadata.ownerReferences merge by uid,
-metadata.finalizers merges as a set, a pod's containers, resourceClaims and
-volumes merge by name, its status.conditions by type and podIPs/hostIPs by
-ip; a node's status.conditions and status.addresses merge by type and its
-spec.podCIDRs as a set; every other list, spec.taints included, is
-replaced)."""
+metadata.finalizers merges as a set, a pod's (and a DaemonSet template's)
+containers, resourceClaims and volumes merge by name, and within a container
+env by name, volumeMounts by mountPath and ports by containerPort; a pod's
+status.conditions by type and podIPs/hostIPs by ip; a node's
+status.conditions and status.addresses merge by type and its spec.podCIDRs
+as a set; every other list, spec.taints included, is replaced)."""
 
 import copy
 import json
@@ -47,14 +48,21 @@ def merge_patch(target, patch):
     return result
 
 
-# list path -> merge key (None: a list of scalars merged as a set)
+# A PodSpec's lists and their merge keys: a pod's under spec, a
+# DaemonSet's under spec.template.spec.
+_POD_SPEC_LISTS = {"containers": "name", "initContainers": "name",
+                   "resourceClaims": "name", "volumes": "name",
+                   "imagePullSecrets": "name"}
+# list path -> merge key (None: a list of scalars merged as a set).  Paths
+# inside a merged list's item start at the item: a container's lists.
 MERGE_LISTS = {("status", "reservedFor"): "uid",
                ("metadata", "ownerReferences"): "uid",
                ("metadata", "finalizers"): None,
-               ("spec", "containers"): "name",
-               ("spec", "initContainers"): "name",
-               ("spec", "resourceClaims"): "name",
-               ("spec", "volumes"): "name",
+               **{("spec", k): v for k, v in _POD_SPEC_LISTS.items()},
+               **{("spec", "template", "spec", k): v
+                  for k, v in _POD_SPEC_LISTS.items()},
+               ("env",): "name", ("volumeMounts",): "mountPath",
+               ("ports",): "containerPort", ("volumeDevices",): "devicePath",
                ("status", "conditions"): "type",
                ("status", "podIPs"): "ip",
                ("status", "hostIPs"): "ip",

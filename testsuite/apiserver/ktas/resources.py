@@ -5,7 +5,7 @@ validation hooks and the discovery entries derived from them."""
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from . import nodes, pods, validation
+from . import apps, configmaps, nodes, pods, validation
 
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch",
              "update", "watch"]
@@ -158,6 +158,29 @@ EVENTS = ResourceType(
             "involvedObject.fieldPath", "reason", "reportingComponent",
             "type"), short_names=("ev",))
 
+# What the slurmd component (etc/kubernetes/components/slurmd) and its
+# overlays hold: slurm.conf in a ConfigMap, the munge key in a Secret, one
+# slurmd pod per labelled node from a DaemonSet (ktas/daemonsets.py plays
+# its controller).
+CONFIG_MAPS = ResourceType(
+    "configmaps", "configmap", "ConfigMap", "", "v1", True,
+    validate_create=configmaps.config_map,
+    validate_update=configmaps.config_map_update, short_names=("cm",),
+    default=configmaps.config_map_default)
+
+SECRETS = ResourceType(
+    "secrets", "secret", "Secret", "", "v1", True, fields=("type",),
+    validate_create=configmaps.secret,
+    validate_update=configmaps.secret_update,
+    default=configmaps.secret_default)
+
+DAEMON_SETS = ResourceType(
+    "daemonsets", "daemonset", "DaemonSet", "apps", "v1", True,
+    has_status=True, validate_create=apps.validate,
+    validate_update=apps.validate_update, validate_status=apps.validate_status,
+    short_names=("ds",), default=apps.default,
+    initial_status=apps.initial_status)
+
 # An admin's taints on devices outside the slices (KEP 5055): v1alpha3 in
 # Kubernetes 1.33-1.35, v1beta2 in 1.36, each behind feature gates. Served
 # in the versions --device-taint-rules names (serve_taint_rules below).
@@ -174,7 +197,8 @@ DEVICE_TAINT_RULES = {v: _taint_rule_type(v) for v in ("v1beta2", "v1alpha3")}
 
 TYPES = [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, NAMESPACES,
          NODES, SERVICE_ACCOUNTS, ROLES, CLUSTER_ROLES, ROLE_BINDINGS,
-         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES, PODS, EVENTS]
+         CLUSTER_ROLE_BINDINGS, PRIORITY_CLASSES, LEASES, PODS, EVENTS,
+         CONFIG_MAPS, SECRETS, DAEMON_SETS]
 # Insertion order: resource.k8s.io is the first group in discovery.
 BY_GROUP_VERSION = {}
 for _t in TYPES:

@@ -4,7 +4,7 @@ columns kube-apiserver's printers use for these types."""
 
 import datetime
 
-from . import nodes
+from . import apps, nodes
 
 _NAME = {"name": "Name", "type": "string", "format": "name",
          "description": "Name must be unique within a namespace.",
@@ -18,6 +18,11 @@ def _col(name, desc="", priority=0):
     """priority 1: shown by `kubectl get -o wide` only."""
     return {"name": name, "type": "string", "format": "",
             "description": desc, "priority": priority}
+
+
+def _int(name, desc=""):
+    return {"name": name, "type": "integer", "format": "",
+            "description": desc, "priority": 0}
 
 
 def wants_table(headers):
@@ -107,7 +112,34 @@ def _columns(rtype):
                 _col("OS-Image", priority=1),
                 _col("Kernel-Version", priority=1),
                 _col("Container-Runtime", priority=1)]
+    if rtype.name == "daemonsets":
+        return [_NAME, _int("Desired"), _int("Current"), _int("Ready"),
+                _int("Up-to-date"), _int("Available"), _col("Node Selector"),
+                _AGE, _col("Containers", priority=1),
+                _col("Images", priority=1), _col("Selector", priority=1)]
+    if rtype.name == "configmaps":
+        return [_NAME, _int("Data"), _AGE]
+    if rtype.name == "secrets":
+        return [_NAME, _col("Type"), _int("Data"), _AGE]
     return [_NAME, _AGE]
+
+
+def _daemon_set_cells(obj, age):
+    """printDaemonSet: the status counters, the template's node selector,
+    containers and images, the selector."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    pod = (spec.get("template") or {}).get("spec") or {}
+    conts = pod.get("containers") or []
+    selector = ",".join(f"{k}={v}" for k, v in sorted(
+        (pod.get("nodeSelector") or {}).items())) or "<none>"
+    return [obj["metadata"]["name"]] + [
+        status.get(k, 0) for k in ("desiredNumberScheduled",
+                                   "currentNumberScheduled", "numberReady",
+                                   "updatedNumberScheduled",
+                                   "numberAvailable")] + [
+        selector, age, ",".join(c.get("name", "") for c in conts),
+        ",".join(c.get("image", "") for c in conts),
+        apps.format_selector(spec.get("selector"))]
 
 
 def _cells(rtype, obj):
@@ -145,6 +177,14 @@ def _cells(rtype, obj):
                 info.get("osImage") or "<unknown>",
                 info.get("kernelVersion") or "<unknown>",
                 info.get("containerRuntimeVersion") or "<unknown>"]
+    if rtype.name == "daemonsets":
+        return _daemon_set_cells(obj, age)
+    if rtype.name == "configmaps":
+        return [meta["name"], len(obj.get("data") or {}) +
+                len(obj.get("binaryData") or {}), age]
+    if rtype.name == "secrets":
+        return [meta["name"], obj.get("type", ""),
+                len(obj.get("data") or {}), age]
     return [meta["name"], age]
 
 
