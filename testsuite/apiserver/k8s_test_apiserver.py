@@ -42,6 +42,12 @@ def parse_args(argv):
                    help="run a stand-in kubelet + DRA drivers per node that "
                    "slices name: pods there run once their claims are "
                    "reserved for them (GET /_test/nodes/NODE/agent)")
+    p.add_argument("--run-image", action="append", default=[], metavar="IMAGE=PATH",
+                   help="with --node-agents: run the containers of pods whose images are "
+                   "all such IMAGEs as host processes, commands looked up on PATH "
+                   "(ktas/containers.py); repeatable")
+    p.add_argument("--container-host-env", action="append", default=[], metavar="NAME",
+                   help="pass the server's own variable NAME to the containers it runs")
     p.add_argument("--delay-ms", type=int, default=0, metavar="N",
                    help="answer every API request N ms late, as a real API server "
                    "does while etcd commits (5-20 ms a write); kept by /_test/faults/reset")

@@ -137,6 +137,11 @@ class App:
         if getattr(opts, "node_agents", False):
             from .kubelet import NodeAgents
             self.agents = self.api.kubelet = NodeAgents(self)
+            if getattr(opts, "run_image", None):
+                from .containers import Runtime, parse_images
+                self.agents.runtime = Runtime(
+                    parse_images(opts.run_image), os.path.abspath(rundir),
+                    opts.container_host_env, self.agents.poke)
             self.agents.start()
         self.server = ApiServer(self, opts.host, opts.port,
                                 os.path.join(rundir, "server.crt"),

@@ -15,20 +15,24 @@ pod goes.  A pod being deleted gracefully is stopped, its claims unprepared,
 then deleted for good (grace 0), as kubelet's status manager does.
 
 The agents wake on every store event (store.listeners) and work on their
-own thread; GET /_test/nodes/NODE/agent shows each one's view."""
+own thread; GET /_test/nodes/NODE/agent shows each one's view.  Pods whose
+images --run-image names have their containers run as host processes
+(ktas/containers.py)."""
 
 import hashlib
 import threading
 import time
 import traceback
 
-from . import drivers, nodes
+from . import drivers, nodes, resources
 from .api import now_rfc3339
+from .containers import lookup_in
 from .resources import EVENTS, NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from .status import ApiError
 from .store import object_key
 
 FAILED_PREPARE = "FailedPrepareDynamicResources"
+FAILED_MOUNT = "FailedMount"
 # kubelet's kuberuntime event text around the DRA manager's error
 PREPARE_PREFIX = ("Failed to prepare dynamic resources: prepare dynamic "
                   "resources: ")
@@ -81,6 +85,11 @@ class NodeAgents:
         self._inventories = {}             # node -> (slice versions, inv)
         self._slices = {}      # node -> [(entry, slice)], from a full pass
         self._pool_nodes = {}  # (driver, pool) -> node, from a full pass
+        # ktas/containers.py's Runtime (--run-image), else None
+        self.runtime = None
+        self.lookup = lookup_in(self.store, {
+            "configmap": getattr(resources, "CONFIG_MAPS", None),
+            "secret": getattr(resources, "SECRETS", None)})
         self.store.listeners.append(self._on_event)
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name="node-agents")
@@ -91,6 +100,15 @@ class NodeAgents:
     def stop(self):
         with self.cond:
             self.stopping = True
+            self.cond.notify()
+        if self.runtime:
+            self.runtime.shutdown()
+
+    def poke(self, node):
+        """A container of the node's pods ended, or a back-off or grace
+        period is over: look at the node's pods again."""
+        with self.cond:
+            self.dirty_nodes.add(node)
             self.cond.notify()
 
     @property
@@ -288,11 +306,14 @@ class NodeAgent:
             st = self.pods.get(meta["uid"])
             if st is None:
                 st = self.pods[meta["uid"]] = PodState(pod)
+            runtime = self.mgr.runtime
+            if st.phase == "Running" and runtime:
+                st.phase = runtime.sync(meta["uid"]) or st.phase
             st.wanted = {c.get("resourceClaimName") for c in
                          (pod["spec"].get("resourceClaims") or []) +
                          ((pod.get("status") or {}).get(
                              "resourceClaimStatuses") or [])} - {None}
-            if st.phase != "Running":
+            if st.phase == "Pending":
                 self._try_start(pod, st, pool_nodes)
             self._write_status(pod, st)
 
@@ -303,6 +324,8 @@ class NodeAgent:
 
     def _forget(self, uid):
         st = self.pods.pop(uid, None)
+        if self.mgr.runtime:   # gone, even forcibly: its containers stop
+            self.mgr.runtime.stop(uid)
         for cuid in list(self.prepared):
             rec = self.prepared[cuid]
             rec.pods.pop(uid, None)
@@ -313,6 +336,10 @@ class NodeAgent:
     def _terminate(self, pod):
         """Containers stopped, claims unprepared, then the final delete."""
         meta = pod["metadata"]
+        runtime = self.mgr.runtime
+        if runtime and not runtime.stop(
+                meta["uid"], meta.get("deletionGracePeriodSeconds")):
+            return   # still stopping: the runtime wakes the agent
         self._forget(meta["uid"])
         if meta["uid"] in self.deleting:
             return
@@ -327,15 +354,34 @@ class NodeAgent:
     # ------------------------------------------------------------ start
     def _try_start(self, pod, st, pool_nodes):
         msg = self._prepare(pod, st, pool_nodes)
+        reason = FAILED_PREPARE
         if msg is None:
-            st.phase, st.message, st.started = "Running", "", now_rfc3339()
-            self.next_ip += 1
-            st.ip = f"{self.subnet}{self.next_ip % 254 + 1}"
-            return
-        st.message = PREPARE_PREFIX + msg
+            if pod["spec"].get("hostNetwork"):
+                ip = self.host_ip
+            else:
+                ip = f"{self.subnet}{(self.next_ip + 1) % 254 + 1}"
+            runtime = self.mgr.runtime
+            if runtime and runtime.runs(pod):
+                msg = runtime.start(pod, self.node, self.host_ip, ip,
+                                    self.mgr.lookup)
+                reason = FAILED_MOUNT
+                if msg:   # kubelet's volume manager tries again
+                    timer = threading.Timer(1.0, self.mgr.poke, (self.node,))
+                    timer.daemon = True
+                    timer.start()
+            if msg is None:
+                if not pod["spec"].get("hostNetwork"):
+                    self.next_ip += 1
+                st.phase, st.message, st.started = "Running", "", \
+                    now_rfc3339()
+                st.ip = ip
+                return
+        else:
+            msg = PREPARE_PREFIX + msg
+        st.message = msg
         if st.message not in st.events:
             st.events.add(st.message)
-            self._event(pod, FAILED_PREPARE, st.message)
+            self._event(pod, reason, st.message)
 
     def _prepare(self, pod, st, pool_nodes):
         """kubelet's DRA manager: check every claim, then have the drivers
@@ -433,21 +479,28 @@ class NodeAgent:
         old = pod.get("status") or {}
         spec = pod["spec"]
         running = st.phase == "Running"
+        runtime = self.mgr.runtime
+        run = runtime.get(st.uid) if runtime else None
+        containers = runtime.statuses(st.uid, pod) if run else None
+        ready = running and all(c["ready"] for c in containers or [])
         inits = [c["name"] for c in spec.get("initContainers") or []]
         names = [c["name"] for c in spec.get("containers") or []]
         status = {k: old[k] for k in ("qosClass", "resourceClaimStatuses",
                                       "nominatedNodeName") if k in old}
         unready = f"containers with unready status: [{' '.join(names)}]"
         init_ok = running or not inits
+        unready = "containers with unready status: [" + " ".join(
+            c["name"] for c in containers if not c["ready"]) + "]" \
+            if containers else unready
         status["conditions"] = [
             _cond(old, "PodReadyToStartContainers", running),
             _cond(old, "Initialized", init_ok, *(() if init_ok else (
                 "ContainersNotInitialized", "containers with incomplete "
                 f"status: [{' '.join(inits)}]"))),
-            _cond(old, "Ready", running,
-                  *(() if running else ("ContainersNotReady", unready))),
-            _cond(old, "ContainersReady", running,
-                  *(() if running else ("ContainersNotReady", unready))),
+            _cond(old, "Ready", ready,
+                  *(() if ready else ("ContainersNotReady", unready))),
+            _cond(old, "ContainersReady", ready,
+                  *(() if ready else ("ContainersNotReady", unready))),
             _cond(old, "PodScheduled", True)]
         status["phase"] = st.phase
         status["hostIP"] = self.host_ip
@@ -460,7 +513,7 @@ class NodeAgent:
             status["initContainerStatuses"] = [
                 self._container(pod, c, "done" if running else "init")
                 for c in spec["initContainers"]]
-        status["containerStatuses"] = [
+        status["containerStatuses"] = containers or [
             self._container(pod, c, "running" if running else
                             "creating" if init_ok else "init")
             for c in spec.get("containers") or []]
