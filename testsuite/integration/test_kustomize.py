@@ -428,5 +428,6 @@ def test_the_slurmd_pod_holds_no_device_and_runs_slurmd_as_a_host_would():
     mine = classes[pod["priorityClassName"]]
     assert mine["value"] > classes["slurm-k8s-cons-tres-holder"]["value"]
     assert mine["value"] <= 1000000000 and mine["globalDefault"] is False
-    # rolled one node at a time
-    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    # replaced only when the admin deletes a pod (after draining the node):
+    # a pod's deletion ends the steps on its node
+    assert ds["spec"]["updateStrategy"] == {"type": "OnDelete"}
