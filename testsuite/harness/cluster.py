@@ -22,6 +22,7 @@ import yaml
 from . import fixture as fixture_mod
 from . import k8s_seed
 from . import slurm_release
+from . import slurmd_pods
 from .alignment import format_id_list
 from .ports import free_ports
 from .wait import wait_for
@@ -171,6 +172,13 @@ def _proc_env(pid: int) -> dict:
     return env
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _stepd_of(pid: int, mark: str) -> bool:
     """A slurmstepd of this run. Its process title (slurmstepd: [1.batch])
     overwrites the environment that carried the run mark, so it is told by
@@ -237,6 +245,10 @@ class Cluster:
         # (Slurm 25.05+): no slurmd and no slurm.conf line for them. Set
         # before up(), or up(external=True).
         self.external = False
+        # The Kubernetes nodes' slurmds run in the shipped DaemonSet's pods,
+        # which the server's node agents run (harness/slurmd_pods.py). Set
+        # before up().
+        self.slurmd_in_pods = False
         # More k8s_cons_tres.conf lines, set before up().
         self.plugin_extra = ""
         # KubernetesNodes= instead of the fixture's Kubernetes nodes (None).
@@ -479,6 +491,7 @@ class Cluster:
                                   "--host", self.apiserver_host, "--port", "0", "--seed", str(seed),
                                   *(["--node-agents"] if self.node_agents else []),
                                   "--device-taint-rules", self.device_taint_rules,
+                                  *(slurmd_pods.server_args(self, RUN_MARK) if self.slurmd_in_pods else []),
                                   *(["--delay-ms", str(self.api_delay_ms)] if self.api_delay_ms else []),
                                   *(["--jitter-ms", str(self.api_jitter_ms)] if self.api_jitter_ms else []),
                                   *args])
@@ -572,6 +585,10 @@ class Cluster:
         """An EXTERNAL node node discovery makes: no slurm.conf line, no slurmd."""
         return self.external and fnode.kubernetes and not getattr(fnode, "slurmd", False)
 
+    def in_pod(self, fnode) -> bool:
+        """A node whose slurmd runs in the DaemonSet's pod."""
+        return self.slurmd_in_pods and fnode.kubernetes and not self.discovered(fnode)
+
     @property
     def plugin_conf(self) -> Path:
         return self.run_dir / "etc" / "k8s_cons_tres.conf"
@@ -582,13 +599,18 @@ class Cluster:
             self.external = external
         if self.external and (select != "k8s_cons_tres" or not kubernetes):
             raise ClusterError("--external needs the plugin and the test API server: its nodes are discovered")
+        if self.slurmd_in_pods and not (kubernetes and self.node_agents):
+            raise ClusterError("--slurmd-in-pods needs the test API server's node agents: they run the pods")
         fx = self.prepare(fixture_path, select, plugin, slices, claims, slurm)
         try:
             if kubernetes:
                 self.start_apiserver(fx)
             self.start_slurmctld()
+            in_pods = [n.name for n in fx.nodes if self.in_pod(n)]
+            if in_pods:
+                slurmd_pods.deploy(self, in_pods)
             for node in fx.nodes:
-                if not self.discovered(node):
+                if not self.discovered(node) and not self.in_pod(node):
                     self.start_slurmd(node.name)
             self.wait_nodes_idle([n.name for n in fx.nodes])
         except Exception:
@@ -636,7 +658,8 @@ class Cluster:
         # was just cancelled reports its end and exits. Stopped together,
         # the step retries that report every 15 s and its slurmd waits for
         # it (the whole 30 s here after a test's final scancel).
-        slurmds = [p for name, p in pids.items() if name.startswith("slurmd.")]
+        slurmds = [p for name, p in pids.items() if name.startswith("slurmd.")] + \
+            [p for p in marked_processes(self.run_dir) if _comm(p) == "slurmd"]   # in pods
         for group, until in ((slurmds, min(deadline, time.monotonic() + 10)), (list(pids.values()), deadline)):
             for pid in group:
                 if self._alive_ours(pid):
