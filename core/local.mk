@@ -14,6 +14,9 @@ libk8s_cons_tres_core_la_SOURCES = core/k8s_cons_tres.h core/dra_types.h core/li
 	core/interned.cc core/interned.h \
 	core/inventory.cc core/inventory.h \
 	core/ledger.cc core/ledger.h \
+	core/hostlist.cc core/hostlist.h \
+	core/network_position.cc core/network_position.h \
+	core/topology_conf.cc core/topology_conf.h \
 	core/placement.cc core/placement.h \
 	core/placement_cache.h \
 	core/placement_key.cc core/placement_key.h \
@@ -43,6 +46,7 @@ testsuite_unit_core_tests_SOURCES = testsuite/unit/core_main.cc \
 	testsuite/unit/core_capi_test.cc \
 	testsuite/unit/core_json_roundtrip_test.cc \
 	testsuite/unit/core_external_nodes_test.cc \
+	testsuite/unit/core_network_position_test.cc \
 	k8s_client/json.cc k8s_client/string_pool.cc k8s_sync/slice_json.cc k8s_sync/compact_slice.cc
 testsuite_unit_core_tests_CXXFLAGS = $(AM_CXXFLAGS) $(CATCH2_CFLAGS) $(HWLOC_CFLAGS)
 testsuite_unit_core_tests_LDADD = libk8s_cons_tres_testsupport.la libk8s_cons_tres_core.la $(HWLOC_LIBS) $(PTHREAD_LIBS)

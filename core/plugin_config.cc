@@ -200,6 +200,21 @@ const std::map<std::string, std::pair<std::string, Setter>> &keys() {
              c.node_features = list;
              return "";
          }}},
+        {"topologyfrom", {"TopologyFrom", [](PluginConfig &c, const std::string &v) -> std::string {
+             TopologySpecResult r = parse_topology_from(v);
+             if (!r.spec) return r.error;
+             c.topology_from = std::move(r.spec);
+             return "";
+         }}},
+        {"topologyname", {"TopologyName", [](PluginConfig &c, const std::string &v) -> std::string {
+             // A topology.yaml name, which also travels in scontrol's Topology=NAME:UNIT.
+             if (v.empty()) return "must not be empty";
+             for (char ch : v)
+                 if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.')
+                     return "'" + v + "' is not a topology name (letters, digits, '-', '_', '.')";
+             c.topology_name = v;
+             return "";
+         }}},
         {"debuglevel", {"DebugLevel", [](PluginConfig &c, const std::string &v) -> std::string {
              static const std::map<std::string, int> levels = {
                  {"error", 0}, {"info", 1}, {"verbose", 2}, {"debug", 3}};

@@ -5,6 +5,8 @@
 // file and line, so a typo stops start-up instead of silently changing policy.
 #pragma once
 
+#include "core/network_position.h"
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -84,6 +86,12 @@ struct PluginConfig {
     // none for them. With it or NodeDiscovery=external the plugin watches
     // slurm-bridge's pods, so that a claim for one counts as its job's.
     bool bridge_job_claims = false;                      // ExternalJobClaims=plugin|bridge
+
+    // Network topology: where a node's block and switches come from (a
+    // preset or LEVEL:SOURCE,...; network_position.h), and the Slurm
+    // topology of topology.yaml the nodes belong to ("" for none).
+    std::optional<TopologySpec> topology_from;           // TopologyFrom=
+    std::string topology_name;                           // TopologyName=
 
     // Not from the file: where the admin view (k8s_cons_tres_view.json) is
     // written, slurmctld's StateSaveLocation; "" for none.

@@ -49,6 +49,7 @@ WatcherOptions watcher_options(const PluginConfig &pc) {
     o.watchNodes = pc.node_discovery;
     o.watchBridgePods = pc.node_discovery || pc.bridge_job_claims;
     o.nodeLabelSelector = pc.node_selector;
+    if (pc.topology_from) o.nodeTopologyKeys = keys_of(*pc.topology_from);
     return o;
 }
 

@@ -71,8 +71,11 @@ PodHandler::PodHandler(SnapshotStore &store, Logger log)
 BridgePodHandler::BridgePodHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "Pod", decodePodHolding, &SnapshotStore::publishBridgePods, std::move(log)) {}
 
-NodeHandler::NodeHandler(SnapshotStore &store, Logger log)
-    : ObjectHandler(store, "Node", decodeKubeNode, &SnapshotStore::publishNodes, std::move(log)) {}
+NodeHandler::NodeHandler(SnapshotStore &store, Logger log, TopologyKeys keys)
+    : ObjectHandler(
+          store, "Node",
+          [keys = std::move(keys)](const rapidjson::Value &obj) { return decodeKubeNode(obj, keys); },
+          &SnapshotStore::publishNodes, std::move(log)) {}
 
 TaintRuleHandler::TaintRuleHandler(SnapshotStore &store, Logger log)
     : ObjectHandler(store, "DeviceTaintRule", decodeTaintRule, &SnapshotStore::publishTaintRules, std::move(log),

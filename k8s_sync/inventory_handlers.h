@@ -7,6 +7,8 @@
 #include "k8s_client/informer.h"
 #include "k8s_sync/snapshot.h"
 
+#include <functional>
+
 namespace k8s_cons_tres::k8s {
 
 class SliceHandler : public InformerHandler {
@@ -36,13 +38,13 @@ template <class T>
 class ObjectHandler : public InformerHandler {
 public:
     using Map = CowMap<T>;
-    using Decode = T (*)(const rapidjson::Value &);
+    using Decode = std::function<T(const rapidjson::Value &)>;
     using Publish = void (SnapshotStore::*)(const Map &, bool);
     // What stands for an object that cannot be decoded; null: nothing does.
     using Salvage = T (*)(const rapidjson::Value &, const std::string &why);
     ObjectHandler(SnapshotStore &store, const char *kind, Decode decode, Publish publish, Logger log,
                   Salvage salvage = nullptr, const char *salvaged = "keeps the nodes it names out")
-        : store_(store), kind_(kind), decode_(decode), publish_(publish), log_(std::move(log)),
+        : store_(store), kind_(kind), decode_(std::move(decode)), publish_(publish), log_(std::move(log)),
           salvage_(salvage), salvaged_(salvaged) {}
     void beginList() override;
     void listItem(const rapidjson::Value &obj) override;
@@ -84,9 +86,10 @@ public:
     BridgePodHandler(SnapshotStore &store, Logger log);
 };
 
+// Keeps of each Node only the labels and annotations `keys` names.
 class NodeHandler : public ObjectHandler<KubeNode> {
 public:
-    NodeHandler(SnapshotStore &store, Logger log);
+    NodeHandler(SnapshotStore &store, Logger log, TopologyKeys keys = {});
 };
 
 // A rule that cannot be decoded keeps every device from new jobs

@@ -51,7 +51,8 @@ InventoryWatcher::InventoryWatcher(std::shared_ptr<const Config> cfg, WatcherOpt
         make("pods[slurm-bridge]", "/api/v1/pods", "", kLabelBridgeJob,
              std::make_unique<BridgePodHandler>(store_, log));
     if (opts.watchNodes)
-        make("nodes", "/api/v1/nodes", "", opts.nodeLabelSelector, std::make_unique<NodeHandler>(store_, log));
+        make("nodes", "/api/v1/nodes", "", opts.nodeLabelSelector,
+             std::make_unique<NodeHandler>(store_, log, opts.nodeTopologyKeys));
 }
 
 InventoryWatcher::~InventoryWatcher() { stop(); }

@@ -31,6 +31,9 @@ struct WatcherOptions {
     // when watchNodes; like pods, not part of watching(), dataAge(), synced().
     bool watchNodes = false;
     std::string nodeLabelSelector;
+    // The labels and annotations of each Node kept for its network
+    // position (TopologyFrom=); the rest is dropped when decoded.
+    TopologyKeys nodeTopologyKeys;
     // slurm-bridge's pods, in all namespaces (label kLabelBridgeJob), when
     // set; not part of watching(), dataAge() or synced() either.
     bool watchBridgePods = false;

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -62,12 +63,34 @@ std::string nodeAddress(const rapidjson::Value &status) {
     return v6;
 }
 
-KubeNode decodeKubeNode(const rapidjson::Value &obj) {
+namespace {
+
+// The string members of `map` (metadata.labels or .annotations) named in keys.
+KeyValues pick(const rapidjson::Value &meta, const char *map, const std::vector<std::string> &keys) {
+    KeyValues out;
+    const rapidjson::Value *m = keys.empty() ? nullptr : json::member(meta, map);
+    if (!m || !m->IsObject()) return out;
+    for (const std::string &k : keys) {
+        auto it = m->FindMember(rapidjson::StringRef(k.data(), k.size()));
+        if (it == m->MemberEnd() || !it->value.IsString()) continue;
+        const size_t len = std::min<size_t>(it->value.GetStringLength(), kMaxTopologyValue + 1);
+        out.emplace_back(k, std::string(it->value.GetString(), len));
+    }
+    return out;
+}
+
+}  // namespace
+
+KubeNode decodeKubeNode(const rapidjson::Value &obj) { return decodeKubeNode(obj, TopologyKeys{}); }
+
+KubeNode decodeKubeNode(const rapidjson::Value &obj, const TopologyKeys &keys) {
     KubeNode n;
     const rapidjson::Value *meta = json::member(obj, "metadata");
     if (!meta || !meta->IsObject()) throw std::runtime_error("Node without metadata");
     n.name = json::getString(*meta, "name");
     if (n.name.empty()) throw std::runtime_error("Node without a name");
+    n.topologyLabels = pick(*meta, "labels", keys.labels);
+    n.topologyAnnotations = pick(*meta, "annotations", keys.annotations);
     if (const rapidjson::Value *spec = json::member(obj, "spec"); spec && spec->IsObject()) {
         auto u = spec->FindMember("unschedulable");
         n.unschedulable = u != spec->MemberEnd() && u->value.IsBool() && u->value.GetBool();

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // What node discovery (NodeDiscovery=external) reads of a core/v1 Node:
-// whether it may take new work (cordon, Ready), its allocatable memory and
-// its address.
+// whether it may take new work (cordon, Ready), its allocatable memory, its
+// address, and the labels and annotations its network position comes from.
 #pragma once
 
 #include "core/external_nodes.h"
+#include "core/network_position.h"
 #include "k8s_client/json.h"
 
 #include <cstdint>
@@ -20,11 +21,17 @@ struct KubeNode {
     std::string notReady;        // why not, from the Ready condition ("" when ready)
     uint64_t memoryMiB = 0;      // status.allocatable.memory, rounded down
     std::string address;         // an InternalIP literal (IPv4 first), "" if none
+    // Only the keys TopologyFrom= reads (none without it): 15,000 Nodes'
+    // full label sets would cost megabytes for nothing.
+    KeyValues topologyLabels, topologyAnnotations;
 };
 
 // Throws on a Node without a name; a missing or malformed field reads as
-// "not ready" / 0 memory, so such a node is never offered to Slurm.
+// "not ready" / 0 memory, so such a node is never offered to Slurm. Keeps
+// the labels and annotations `keys` names that are strings, each cut to
+// kMaxTopologyValue + 1 characters (position_of refuses longer ones).
 KubeNode decodeKubeNode(const rapidjson::Value &obj);
+KubeNode decodeKubeNode(const rapidjson::Value &obj, const TopologyKeys &keys);
 
 // What node discovery reads of it (the plugin's informer and the inspect
 // command alike).

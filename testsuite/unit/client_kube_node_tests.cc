@@ -71,3 +71,39 @@ TEST_CASE("memory quantities in bytes") {
         CHECK_FALSE(ok);
     }
 }
+
+TEST_CASE("a Node keeps only the labels and annotations its network position reads") {
+    const char *text = R"({"metadata":{"name":"k1",
+        "labels":{"kubernetes.io/hostname":"k1","cloud.google.com/gce-topology-block":"9b6c",
+                  "cloud.google.com/gce-topology-subblock":"4f1a","example.com/count":7},
+        "annotations":{"topology.slinky.slurm.net/spec":"topo-switch:s1,topo-block:b1",
+                       "node.alpha.kubernetes.io/ttl":"0"}}})";
+    rapidjson::Document d;
+    k8s_cons_tres::json::parse(d, text);
+    k8s_cons_tres::TopologyKeys keys;
+    keys.labels = {"cloud.google.com/gce-topology-subblock", "cloud.google.com/gce-topology-block",
+                   "example.com/count", "example.com/absent"};
+    keys.annotations = {"topology.slinky.slurm.net/spec"};
+    const KubeNode n = decodeKubeNode(d, keys);
+    CHECK(n.name == "k1");
+    // In the keys' order; a number is no label value, an absent key is absent.
+    CHECK(n.topologyLabels == k8s_cons_tres::KeyValues{{"cloud.google.com/gce-topology-subblock", "4f1a"},
+                                                       {"cloud.google.com/gce-topology-block", "9b6c"}});
+    CHECK(n.topologyAnnotations ==
+          k8s_cons_tres::KeyValues{{"topology.slinky.slurm.net/spec", "topo-switch:s1,topo-block:b1"}});
+    // Without keys (no TopologyFrom=) nothing is kept.
+    const KubeNode plain = decodeKubeNode(d);
+    CHECK(plain.topologyLabels.empty());
+    CHECK(plain.topologyAnnotations.empty());
+
+    // An overlong annotation is cut just past the limit: position_of refuses it.
+    const std::string big(100000, 'x');
+    const std::string long_text = R"({"metadata":{"name":"k2","annotations":{"a.example.com/rack":")" + big + R"("}}})";
+    rapidjson::Document d2;
+    k8s_cons_tres::json::parse(d2, long_text);
+    k8s_cons_tres::TopologyKeys rack;
+    rack.annotations = {"a.example.com/rack"};
+    const KubeNode k2 = decodeKubeNode(d2, rack);
+    REQUIRE(k2.topologyAnnotations.size() == 1);
+    CHECK(k2.topologyAnnotations[0].second.size() == k8s_cons_tres::kMaxTopologyValue + 1);
+}
