@@ -56,14 +56,27 @@ std::vector<T> from_file(const std::string &path, const std::string &kind, Decod
 }
 
 // As the plugin's node informer reads it (decodeKubeNode).
-KubeNodeState node_state(const rapidjson::Value &v) {
+k8s::KubeNode kube_node(const rapidjson::Value &v, const TopologyKeys &keys) {
     try {
-        return k8s::nodeState(k8s::decodeKubeNode(v));
+        return k8s::decodeKubeNode(v, keys);
     } catch (const json::Error &) {
         throw;
     } catch (const std::runtime_error &e) {
         throw json::Error(e.what());
     }
+}
+
+KubeNodeState node_state(const rapidjson::Value &v) { return k8s::nodeState(kube_node(v, {})); }
+
+k8s::Client make_client(const std::string &kubeconfig, const std::string &context) {
+    std::shared_ptr<const k8s::Config> cfg;
+    try {
+        cfg = std::make_shared<const k8s::Config>(k8s::loadKubeconfig(kubeconfig, context));
+    } catch (const k8s::ConfigError &e) {
+        throw SourceError(e.what());
+    }
+    return k8s::Client(cfg, std::make_shared<k8s::TokenSource>(*cfg), k8s::ClientOptions{},
+                       std::make_shared<k8s::Stopper>());
 }
 
 // GET every page of a cluster-wide list.
@@ -113,14 +126,7 @@ std::vector<KubeNodeState> nodes_from_file(const std::string &path) {
 void fetch_from_api(const std::string &kubeconfig, const std::string &context,
                     std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims,
                     const std::string &node_selector, std::vector<KubeNodeState> *nodes) {
-    std::shared_ptr<const k8s::Config> cfg;
-    try {
-        cfg = std::make_shared<const k8s::Config>(k8s::loadKubeconfig(kubeconfig, context));
-    } catch (const k8s::ConfigError &e) {
-        throw SourceError(e.what());
-    }
-    k8s::Client client(cfg, std::make_shared<k8s::TokenSource>(*cfg), k8s::ClientOptions{},
-                       std::make_shared<k8s::Stopper>());
+    k8s::Client client = make_client(kubeconfig, context);
     list_all(client, "/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice",
              [&](const rapidjson::Value &v) { slices->push_back(k8s::decodeResourceSlice(v)); });
     list_all(client, "/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim",
@@ -150,6 +156,19 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
         list_all(client, "/api/v1/nodes", "Node",
                  [&](const rapidjson::Value &v) { nodes->push_back(node_state(v)); },
                  node_selector);
+}
+
+std::vector<k8s::KubeNode> kube_nodes_from_file(const std::string &path, const TopologyKeys &keys) {
+    return from_file<k8s::KubeNode>(path, "Node", [&](const rapidjson::Value &v) { return kube_node(v, keys); });
+}
+
+std::vector<k8s::KubeNode> kube_nodes_from_api(const std::string &kubeconfig, const std::string &context,
+                                               const std::string &node_selector, const TopologyKeys &keys) {
+    k8s::Client client = make_client(kubeconfig, context);
+    std::vector<k8s::KubeNode> nodes;
+    list_all(client, "/api/v1/nodes", "Node",
+             [&](const rapidjson::Value &v) { nodes.push_back(kube_node(v, keys)); }, node_selector);
+    return nodes;
 }
 
 }  // namespace k8s_cons_tres::inspect

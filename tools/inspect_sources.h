@@ -5,6 +5,8 @@
 
 #include "core/dra_types.h"
 #include "core/external_nodes.h"
+#include "core/network_position.h"
+#include "k8s_sync/kube_node.h"
 
 #include <stdexcept>
 #include <string>
@@ -34,5 +36,12 @@ void fetch_from_api(const std::string &kubeconfig, const std::string &context,
                     std::vector<ResourceSlice> *slices, std::vector<ClaimHolding> *claims,
                     const std::string &node_selector = "",
                     std::vector<KubeNodeState> *nodes = nullptr);
+
+// The Nodes of a file as above, or listed from the API server (those
+// node_selector matches, "" = all), keeping the labels and annotations that
+// `keys` names: what --topology needs, without slices or claims.
+std::vector<k8s::KubeNode> kube_nodes_from_file(const std::string &path, const TopologyKeys &keys);
+std::vector<k8s::KubeNode> kube_nodes_from_api(const std::string &kubeconfig, const std::string &context,
+                                               const std::string &node_selector, const TopologyKeys &keys);
 
 }  // namespace k8s_cons_tres::inspect

@@ -5,10 +5,12 @@
 #include "core/plugin_config.h"
 #include "tools/inspect_report.h"
 #include "tools/inspect_sources.h"
+#include "tools/inspect_topology.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,18 @@ const char *kUsage =
     "the nodes NodeSelector matches, as under NodeDiscovery=external.\n"
     "A claim shows as a Slurm job's only when it is the plugin's own: in\n"
     "ClaimNamespace= with the plugin's labels for --cluster (default: ClusterLabel=\n"
-    "of --config); without a cluster every claim shows as a pod's.\n";
+    "of --config); without a cluster every claim shows as a pod's.\n"
+    "\n"
+    "       k8s-cons-tres-inspect --topology [--config FILE] [--topology-from SPEC]\n"
+    "         [--topology-name NAME] (--kubeconfig FILE [--context NAME] | --nodes FILE...)\n"
+    "         [--node NAME]...\n"
+    "Prints Slurm's topology.conf lines (topology/tree, then topology/block) and\n"
+    "topology.yaml entries for the Kubernetes nodes (NodeSelector= of --config\n"
+    "when it sets NodeDiscovery=external, else all), from their labels as SPEC\n"
+    "(a preset: aws, gke, oci, slinky, topograph; or LEVEL:SOURCE,...) or\n"
+    "TopologyFrom= of --config maps them; NAME (default TopologyName=, else k8s)\n"
+    "names the topology.yaml entries NAME-block and NAME-tree. Nodes left out\n"
+    "are listed on stderr with the reason.\n";
 
 std::vector<std::string> split_commas(const std::string &s) {
     std::vector<std::string> out;
@@ -58,6 +71,12 @@ struct Args {
     bool json = false;
     inspect::ReportOptions opts;
     std::string config_kubeconfig;  // Kubeconfig= of --config
+    // --topology: the network topology files instead of the node report.
+    bool topology = false;
+    std::optional<TopologySpec> topology_from;  // --topology-from, else TopologyFrom= of --config
+    std::string topology_name = "k8s";         // --topology-name, else TopologyName= of --config
+    std::string node_selector;                 // NodeSelector= of --config under NodeDiscovery=external
+    std::string error;  // a bad option value, said instead of the usage
 };
 
 // Takes the values after a multi-file flag up to the next "--" option.
@@ -81,6 +100,11 @@ void apply(const PluginConfig &c, Args &a) {
     a.opts.owner.cluster_label = c.cluster_label;
     if (c.node_discovery)
         a.opts.discovery = inspect::Discovery{c.node_selector, c.node_features, {}};
+    a.node_selector = c.node_discovery ? c.node_selector : "";
+    if (c.topology_from)
+        a.topology_from = c.topology_from;
+    if (!c.topology_name.empty())
+        a.topology_name = c.topology_name;
 }
 
 // --config first, so that the other options override what it says.
@@ -134,8 +158,29 @@ bool parse(int argc, char **argv, Args &a) {
             a.opts.gres_type = argv[++i];
         else if (f == "--cluster" && has)
             a.opts.owner.cluster_label = argv[++i];
+        else if (f == "--topology")
+            a.topology = true;
+        else if (f == "--topology-from" && has) {
+            TopologySpecResult r = parse_topology_from(argv[++i]);
+            if (!r.spec) {
+                a.error = "--topology-from: " + r.error;
+                return false;
+            }
+            a.topology_from = std::move(r.spec);
+        } else if (f == "--topology-name" && has)
+            a.topology_name = argv[++i];
         else
             return false;
+    }
+    if (a.topology) {
+        // Only Nodes are read: from the API or from files.
+        if (a.kubeconfig.empty() && a.node_files.empty())
+            a.kubeconfig = a.config_kubeconfig;
+        if (!a.topology_from) {
+            a.error = "--topology needs --topology-from SPEC or TopologyFrom= in --config";
+            return false;
+        }
+        return a.kubeconfig.empty() != a.node_files.empty() && a.slice_files.empty() && a.claim_files.empty();
     }
     // Kubeconfig= of --config is the source when nothing else is named.
     if (a.kubeconfig.empty() && a.slice_files.empty())
@@ -147,6 +192,30 @@ bool parse(int argc, char **argv, Args &a) {
            (a.kubeconfig.empty() || (a.claim_files.empty() && a.node_files.empty()));
 }
 
+// --topology: the Nodes' labels only, as topology.conf and topology.yaml.
+int topology(const Args &a) {
+    const TopologyKeys keys = keys_of(*a.topology_from);
+    std::vector<k8s::KubeNode> nodes;
+    try {
+        if (!a.kubeconfig.empty())
+            nodes = inspect::kube_nodes_from_api(a.kubeconfig, a.context, a.node_selector, keys);
+        for (const std::string &f : a.node_files)
+            for (k8s::KubeNode &n : inspect::kube_nodes_from_file(f, keys))
+                nodes.push_back(std::move(n));
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "k8s-cons-tres-inspect: %s\n", e.what());
+        return 1;
+    }
+    if (!a.nodes.empty())
+        std::erase_if(nodes, [&](const k8s::KubeNode &n) {
+            return std::find(a.nodes.begin(), a.nodes.end(), n.name) == a.nodes.end();
+        });
+    const inspect::TopologyReport r = inspect::topology_report(nodes, *a.topology_from, a.topology_name);
+    std::fwrite(r.out.data(), 1, r.out.size(), stdout);
+    std::fwrite(r.err.data(), 1, r.err.size(), stderr);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -154,9 +223,14 @@ int main(int argc, char **argv) {
     if (!read_config(argc, argv, a))
         return 2;
     if (!parse(argc, argv, a)) {
-        std::fputs(kUsage, stderr);
+        if (a.error.empty())
+            std::fputs(kUsage, stderr);
+        else
+            std::fprintf(stderr, "k8s-cons-tres-inspect: %s\n", a.error.c_str());
         return 2;
     }
+    if (a.topology)
+        return topology(a);
     std::vector<ResourceSlice> slices;
     std::vector<ClaimHolding> claims;
     std::vector<KubeNodeState> nodes;

@@ -5,7 +5,8 @@ noinst_LTLIBRARIES += libk8s_cons_tres_inspect.la
 libk8s_cons_tres_inspect_la_SOURCES = \
 	tools/inspect_report.cc tools/inspect_report.h \
 	tools/inspect_format.cc \
-	tools/inspect_sources.cc tools/inspect_sources.h
+	tools/inspect_sources.cc tools/inspect_sources.h \
+	tools/inspect_topology.cc tools/inspect_topology.h
 libk8s_cons_tres_inspect_la_CXXFLAGS = $(AM_CXXFLAGS) $(HWLOC_CFLAGS)
 
 bin_PROGRAMS += tools/k8s-cons-tres-inspect
