@@ -6,6 +6,7 @@ Everything lives in one run directory: configuration, state, logs, spool,
 device nodes and the pid files of exactly the processes this harness started.
 Ports are picked free at start, so several clusters can run side by side.
 """
+import contextlib
 import json
 import os
 import secrets
@@ -249,6 +250,11 @@ class Cluster:
         # which the server's node agents run (harness/slurmd_pods.py). Set
         # before up().
         self.slurmd_in_pods = False
+        # Slurm's topology plugin ("tree", "block" on 23.11+, None): the
+        # topology.conf lines are what `k8s-cons-tres-inspect --topology`
+        # makes of the Nodes' labels by the config's TopologyFrom=, as an
+        # admin installs them. Set before up().
+        self.topology = None
         # More k8s_cons_tres.conf lines, set before up().
         self.plugin_extra = ""
         # KubernetesNodes= instead of the fixture's Kubernetes nodes (None).
@@ -367,7 +373,8 @@ class Cluster:
             "TreeWidth=65533",
             "MaxArraySize=20001",
             "LaunchParameters=use_interactive_step",
-        ] + (["PrEpPlugins=script,k8s_cons_tres"] if prep else [])
+        ] + (["PrEpPlugins=script,k8s_cons_tres"] if prep else []) + \
+            ([f"TopologyPlugin=topology/{self.topology}"] if self.topology else [])
 
     def _write_config(self, fx, select: str, plugin: Path, ports: list):
         etc = self.run_dir / "etc"
@@ -470,15 +477,19 @@ class Cluster:
         self.spawn_apiserver(items)
         kubeconfig = self.least_privilege_kubeconfig()
         kube_nodes = [n.name for n in fx.nodes if n.kubernetes]
-        self.plugin_conf.write_text(
+        base = (
             f"Kubeconfig={kubeconfig}\n"
             "ClaimNamespace=slurm\n"
             f"KubernetesNodes={self.kubernetes_nodes or (','.join(kube_nodes) if len(kube_nodes) < len(fx.nodes) else 'ALL')}\n"
             "StaleAfter=10\n"
             "DebugLevel=debug\n" +
             ("NodeDiscovery=external\nNodeFeatures=k8s\n" if self.external else "") +
-            (f"NodeSelector={fx.node_selector}\n" if self.external and fx.node_selector else "") +
-            self.plugin_extra)
+            (f"NodeSelector={fx.node_selector}\n" if self.external and fx.node_selector else ""))
+        # plugin_extra (--conf) replaces a key the harness sets, not repeats it
+        extra = {line.partition("=")[0].strip().lower() for line in self.plugin_extra.splitlines()}
+        base = "".join(line + "\n" for line in base.splitlines()
+                       if line.partition("=")[0].strip().lower() not in extra)
+        self.plugin_conf.write_text(base + self.plugin_extra)
 
     def spawn_apiserver(self, items: list, *args: str, timeout: float = 60, nice: int = 0):
         """The test API server, seeded with `items`, with more of its
@@ -605,6 +616,8 @@ class Cluster:
         try:
             if kubernetes:
                 self.start_apiserver(fx)
+            if self.topology:
+                self.write_topology()
             self.start_slurmctld()
             in_pods = [n.name for n in fx.nodes if self.in_pod(n)]
             if in_pods:
@@ -616,6 +629,19 @@ class Cluster:
         except Exception:
             self.down()
             raise
+
+    def write_topology(self):
+        """topology.conf from the inspect command's lines for this plugin
+        configuration (its TopologyFrom=), read with the admin's rights."""
+        res = subprocess.run([str(find_inspect()), "--topology", "--config", str(self.plugin_conf),
+                              "--kubeconfig", str(self.apiserver_dir / "kubeconfig")],
+                             capture_output=True, text=True, timeout=60)
+        if res.returncode != 0:
+            raise ClusterError(f"k8s-cons-tres-inspect --topology failed: {res.stderr.strip()}")
+        key = {"tree": "SwitchName=", "block": "BlockName="}[self.topology]
+        lines = [line for line in res.stdout.splitlines() if line.startswith(key)]
+        (self.run_dir / "etc" / "topology.conf").write_text("\n".join(lines) + "\n")
+        (self.run_dir / "log" / "inspect-topology.err").write_text(res.stderr)
 
     def wait_k8s_in_sync(self, timeout=60):
         """Until the plugin's last word on its view is that it is in sync
@@ -708,6 +734,23 @@ class Cluster:
             return f"--- {p} ---\n" + "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return f"--- {p}: not there ---"
+
+
+@contextlib.contextmanager
+def running(fixture_path, **settings):
+    """A cluster of the fixture, up with these Cluster attributes set
+    (slurmd_in_pods=True, topology="tree", plugin_extra=...), and down
+    again afterwards."""
+    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
+    for key, value in settings.items():
+        if not hasattr(c, key):
+            raise AttributeError(f"Cluster has no setting {key!r}")
+        setattr(c, key, value)
+    try:
+        c.up(str(fixture_path))
+        yield c
+    finally:
+        c.down()
 
 
 # Every run directory this process made, so that a passing test session can

@@ -55,6 +55,7 @@ class Node:
     # cluster discovers the others as EXTERNAL nodes (a mixed cluster).
     slurmd: bool = False
     labels: tuple = ()  # its Node object's labels, (key, value) pairs
+    annotations: tuple = ()  # and annotations, (key, value) pairs
 
     @property
     def slurm(self) -> "Node":
@@ -126,10 +127,10 @@ def _require(obj: dict, key: str, where: str):
     return obj[key]
 
 
-def _labels(labels, where: str) -> tuple:
+def _labels(labels, where: str, what: str = "labels") -> tuple:
     if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                for k, v in labels.items()):
-        raise FixtureError(f"{where}: labels must map strings to strings")
+        raise FixtureError(f"{where}: {what} must map strings to strings")
     return tuple(sorted(labels.items()))
 
 
@@ -148,7 +149,8 @@ def parse(data: dict, source: str = "fixture") -> Fixture:
                      for j, g in enumerate(n.get("gpus", [])))
         node = Node(name, _require(n, "topology", where), mode, gpus, bool(n.get("kubernetes", True)),
                     n.get("slurm_topology", ""), tuple(int(c) for c in n.get("reserved_cpus", [])),
-                    bool(n.get("slurmd", False)), _labels(n.get("labels", {}), where))
+                    bool(n.get("slurmd", False)), _labels(n.get("labels", {}), where),
+                    _labels(n.get("annotations", {}), where, "annotations"))
         if node.cores % node.sockets:
             raise FixtureError(f"{where}: cores are not evenly spread over sockets")
         for g in gpus:

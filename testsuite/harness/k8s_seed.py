@@ -108,9 +108,12 @@ def seed_objects(fx, generator: str) -> list:
         items += slices_by_node[name]
     for h in fx.held_by_pods:
         items.append(held_claim(fx.node(h.node), slices_by_node[h.node], h))
-    # Nodes with labels are seeded; the server registers the rest itself.
-    items += [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": dict(n.labels)}}
-              for n in fx.nodes if n.kubernetes and n.labels]
+    # Nodes with labels or annotations are seeded; the server registers the
+    # rest itself.
+    items += [{"apiVersion": "v1", "kind": "Node", "metadata": {
+                  "name": n.name, "labels": dict(n.labels),
+                  **({"annotations": dict(n.annotations)} if n.annotations else {})}}
+              for n in fx.nodes if n.kubernetes and (n.labels or n.annotations)]
     return items
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from harness import node_agent as na
 from harness import scenarios, slurmd_pods
-from harness.cluster import Cluster, new_run_dir
+from harness.cluster import running
 from harness.jobs import job_pid, sbatch, show_job, wait_job
 from harness.kube import holder_pods, kubectl
 from harness.wait import wait_for
@@ -25,13 +25,8 @@ IN_PODS = ["kube-a", "kube-b", "kube-m"]   # mixed.json's Kubernetes nodes
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster(new_run_dir("k8s-cons-tres-test-"))
-    c.slurmd_in_pods = True
-    try:
-        c.up(str(FIXTURES / "mixed.json"))
+    with running(FIXTURES / "mixed.json", slurmd_in_pods=True) as c:
         yield c
-    finally:
-        c.down()
 
 
 @pytest.fixture(autouse=True)
