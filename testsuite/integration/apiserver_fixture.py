@@ -249,6 +249,28 @@ class TestApiServer:
                               timeout=timeout, input=input, check=check)
 
 
+def kubectl_ok(srv, *args, stdin=None, ok=True):
+    """kubectl against `srv`; with ok, its exit status must be 0."""
+    res = srv.kubectl(*args, input=stdin, timeout=60)
+    if ok:
+        assert res.returncode == 0, res.stderr
+    return res
+
+
+def cpu_slice_seed(path, nodes):
+    """A seed file with one single-CPU dra.cpu slice per node: each node
+    gets a Node object and, with --node-agents, an agent. Returns its path."""
+    path.write_text(json.dumps({"items": [{
+        "kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": f"{n}-cpu"},
+        "spec": {"driver": "dra.cpu", "nodeName": n,
+                 "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "cpudev000",
+                              "attributes": {"dra.cpu/cpuID": {"int": 0}}}]}}
+        for n in nodes]}))
+    return str(path)
+
+
 class WatchStream:
     """A watch request read event by event (newline-delimited JSON)."""
 

@@ -6,7 +6,6 @@ ContainerCreating (FailedMount), deletion honouring the grace period and
 ending everything the container started, back-off after an exit, and
 restartPolicy Never ending the pod.  Standalone server, no Slurm."""
 
-import json
 import os
 import sys
 import time
@@ -17,7 +16,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-from apiserver_fixture import TestApiServer  # noqa: E402
+from apiserver_fixture import TestApiServer, cpu_slice_seed  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
 
 IMAGE = "example.test/tools:1"
@@ -28,16 +27,8 @@ CMS = "/api/v1/namespaces/default/configmaps"
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ct")
-    seed = tmp / "seed.json"
-    seed.write_text(json.dumps({"items": [{
-        "kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
-        "metadata": {"name": f"{NODE}-cpu"},
-        "spec": {"driver": "dra.cpu", "nodeName": NODE,
-                 "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": "cpudev000",
-                              "attributes": {"dra.cpu/cpuID": {"int": 0}}}]}}]}))
-    with TestApiServer(seeds=[str(seed)], extra_args=[
+    seed = cpu_slice_seed(tmp_path_factory.mktemp("ct") / "seed.json", [NODE])
+    with TestApiServer(seeds=[seed], extra_args=[
             "--node-agents", "--run-image", f"{IMAGE}=/usr/bin:/bin"]) as server:
         yield server
 

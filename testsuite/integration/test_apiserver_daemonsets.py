@@ -23,7 +23,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-from apiserver_fixture import TestApiServer, WatchStream, KUBECTL  # noqa: E402
+from apiserver_fixture import TestApiServer, WatchStream, KUBECTL, cpu_slice_seed, kubectl_ok  # noqa: E402
 from harness.wait import wait_for  # noqa: E402
 
 TOP = Path(HERE).parents[1]
@@ -43,15 +43,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL),
 
 def seed(path):
     """A dra.cpu slice per node: each gets a Node and a node agent."""
-    path.write_text(json.dumps({"items": [{
-        "kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
-        "metadata": {"name": f"{n}-cpu"},
-        "spec": {"driver": "dra.cpu", "nodeName": n,
-                 "pool": {"name": n, "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": "cpudev000",
-                              "attributes": {"dra.cpu/cpuID": {"int": 0}}}]}}
-        for n in NODES]}))
-    return str(path)
+    return cpu_slice_seed(path, NODES)
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +54,7 @@ def srv(tmp_path_factory):
         yield server
 
 
-def kubectl(srv, *args, stdin=None, ok=True):
-    res = srv.kubectl(*args, input=stdin, timeout=60)
-    if ok:
-        assert res.returncode == 0, res.stderr
-    return res
+kubectl = kubectl_ok
 
 
 # The component leaves updates to the admin (OnDelete); this site rolls them.

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from apiserver_fixture import TestApiServer, KUBECTL  # noqa: E402
+from apiserver_fixture import TestApiServer, KUBECTL, kubectl_ok  # noqa: E402
 
 TOP = Path(__file__).resolve().parents[2]
 BASE = TOP / "etc" / "kubernetes"
@@ -66,11 +66,7 @@ def srv():
         yield server
 
 
-def kubectl(srv, *args, stdin=None, ok=True):
-    res = srv.kubectl(*args, input=stdin, timeout=60)
-    if ok:
-        assert res.returncode == 0, res.stderr
-    return res
+kubectl = kubectl_ok
 
 
 # ---------------------------------------------------------------- build

@@ -60,6 +60,7 @@ import traceback
 from . import apps
 from .api import now_rfc3339
 from .resources import DAEMON_SETS, EVENTS, NODES, PODS
+from .selectors import node_selector_matches
 from .status import ApiError
 
 HASH_LABEL = "controller-revision-hash"
@@ -713,32 +714,4 @@ def affinity_matches(affinity, name, labels):
                 .get("requiredDuringSchedulingIgnoredDuringExecution"))
     if not required:
         return True
-    for term in required.get("nodeSelectorTerms") or []:
-        exprs, fields = term.get("matchExpressions") or [], \
-            term.get("matchFields") or []
-        if (exprs or fields) and \
-                all(_requirement(r, labels) for r in exprs) and \
-                all(_requirement(r, {"metadata.name": name}) for r in fields):
-            return True
-    return False
-
-
-def _requirement(req, labels):
-    key, op, vals = req.get("key"), req.get("operator"), \
-        req.get("values") or []
-    has, val = key in labels, labels.get(key)
-    if op == "In":
-        return has and val in vals
-    if op == "NotIn":
-        return not has or val not in vals
-    if op == "Exists":
-        return has
-    if op == "DoesNotExist":
-        return not has
-    if op in ("Gt", "Lt") and has and len(vals) == 1:
-        try:
-            mine, theirs = int(val), int(vals[0])
-        except ValueError:
-            return False
-        return mine > theirs if op == "Gt" else mine < theirs
-    return False
+    return node_selector_matches(required, name, labels)

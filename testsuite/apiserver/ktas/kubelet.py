@@ -28,6 +28,7 @@ from . import drivers, nodes, resources
 from .api import now_rfc3339
 from .containers import lookup_in
 from .resources import EVENTS, NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from .selectors import node_selector_matches
 from .status import ApiError
 from .store import object_key
 
@@ -638,28 +639,7 @@ def reserved_for(claim, pod):
 def selects(selector, node):
     """A v1 NodeSelector against a node known only by name (and the
     kubernetes.io/hostname label kubelet gives it)."""
-    labels = {HOSTNAME_LABEL: node}
-    for term in selector.get("nodeSelectorTerms") or []:
-        reqs = [(r, node if r.get("key") == "metadata.name" else None, True)
-                for r in term.get("matchFields") or []] + \
-            [(r, labels.get(r.get("key")), r.get("key") in labels)
-             for r in term.get("matchExpressions") or []]
-        if reqs and all(_matches(r, val, has) for r, val, has in reqs):
-            return True
-    return False
-
-
-def _matches(req, value, has):
-    op, vals = req.get("operator"), req.get("values") or []
-    if op == "In":
-        return has and value in vals
-    if op == "NotIn":
-        return not has or value not in vals
-    if op == "Exists":
-        return has
-    if op == "DoesNotExist":
-        return not has
-    return False
+    return node_selector_matches(selector, node, {HOSTNAME_LABEL: node})
 
 
 def _cond(old, ctype, ok, reason=None, message=None):

@@ -78,3 +78,37 @@ def parse_field_selector(text, supported):
         reqs.append((key, op == "!=", val))
     return lambda f: all((f.get(k, "") != v) if neg else (f.get(k, "") == v)
                          for k, neg, v in reqs)
+
+
+def node_selector_matches(selector, name, labels):
+    """A v1 NodeSelector: one of its terms whose requirements all hold (a
+    term without any matches nothing); matchFields knows metadata.name."""
+    for term in selector.get("nodeSelectorTerms") or []:
+        exprs, fields = term.get("matchExpressions") or [], \
+            term.get("matchFields") or []
+        if (exprs or fields) and \
+                all(_requirement(r, labels) for r in exprs) and \
+                all(_requirement(r, {"metadata.name": name}) for r in fields):
+            return True
+    return False
+
+
+def _requirement(req, labels):
+    key, op, vals = req.get("key"), req.get("operator"), \
+        req.get("values") or []
+    has, val = key in labels, labels.get(key)
+    if op == "In":
+        return has and val in vals
+    if op == "NotIn":
+        return not has or val not in vals
+    if op == "Exists":
+        return has
+    if op == "DoesNotExist":
+        return not has
+    if op in ("Gt", "Lt") and has and len(vals) == 1:
+        try:
+            mine, theirs = int(val), int(vals[0])
+        except ValueError:
+            return False
+        return mine > theirs if op == "Gt" else mine < theirs
+    return False
