@@ -57,11 +57,11 @@ import threading
 import time
 import traceback
 
-from . import apps
-from .api import now_rfc3339
-from .resources import DAEMON_SETS, EVENTS, NODES, PODS
+from . import apps, events
+from .resources import DAEMON_SETS, NODES, PODS
 from .selectors import node_selector_matches
 from .status import ApiError
+from .store import parsed
 
 HASH_LABEL = "controller-revision-hash"
 GENERATION_LABEL = "pod-template-generation"
@@ -223,13 +223,6 @@ class DaemonSetController:
             self._collect(orphans, pods)
 
     # ------------------------------------------------------------ snapshot
-    @staticmethod
-    def _obj(cache, entry):
-        hit = cache.get(entry.key)
-        if hit is None or hit[0] != entry.rv:
-            hit = cache[entry.key] = (entry.rv, entry.obj())
-        return hit[1]
-
     def _daemonsets(self, keys):
         out = []
         for key in sorted(keys):
@@ -237,7 +230,7 @@ class DaemonSetController:
             if entry is None:
                 self._ds_cache.pop(key, None)
             else:
-                out.append(self._obj(self._ds_cache, entry))
+                out.append(parsed(entry, self._ds_cache))
         return out
 
     def _nodes(self):
@@ -247,7 +240,7 @@ class DaemonSetController:
         for key in table.keys:
             if key in old:
                 self._node_cache[key] = old[key]
-            out.append(self._obj(self._node_cache, table.entries[key]))
+            out.append(parsed(table.entries[key], self._node_cache))
         return out
 
     def _pods(self, ns):
@@ -263,7 +256,7 @@ class DaemonSetController:
             if GENERATION_LABEL in entry.labels:
                 if key in old:
                     cache[key] = old[key]
-                out.append(self._obj(cache, entry))
+                out.append(parsed(entry, cache))
         self._pod_cache[ns] = cache
         return out
 
@@ -481,22 +474,8 @@ class DaemonSetController:
 
     # ------------------------------------------------------------ events
     def _event(self, ds, etype, reason, message):
-        meta, now = ds["metadata"], now_rfc3339()
-        try:
-            self.api.create(EVENTS, meta["namespace"], {
-                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}"},
-                "involvedObject": {
-                    "kind": "DaemonSet", "namespace": meta["namespace"],
-                    "name": meta["name"], "uid": meta["uid"],
-                    "apiVersion": DAEMON_SETS.api_version,
-                    "resourceVersion": meta.get("resourceVersion", "")},
-                "reason": reason, "message": message, "type": etype,
-                "source": {"component": COMPONENT},
-                "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                "eventTime": None, "reportingComponent": COMPONENT,
-                "reportingInstance": ""})
-        except ApiError:
-            pass   # namespace going away
+        events.record(self.api, ds, "DaemonSet", DAEMON_SETS.api_version,
+                      etype, reason, message, COMPONENT)
 
 
 # ---------------------------------------------------------------- pods

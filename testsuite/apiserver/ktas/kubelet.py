@@ -21,16 +21,15 @@ images --run-image names have their containers run as host processes
 
 import hashlib
 import threading
-import time
 import traceback
 
-from . import drivers, nodes, resources
+from . import drivers, events, nodes, resources
 from .api import now_rfc3339
 from .containers import lookup_in
-from .resources import EVENTS, NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from .resources import NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from .selectors import node_selector_matches
 from .status import ApiError
-from .store import object_key
+from .store import object_key, parsed
 
 FAILED_PREPARE = "FailedPrepareDynamicResources"
 FAILED_MOUNT = "FailedMount"
@@ -186,7 +185,7 @@ class NodeAgents:
             with self.store.lock:
                 rv = self.store.rv
                 if full:
-                    slices = [(e, self._obj(e, self._parsed_slices))
+                    slices = [(e, parsed(e, self._parsed_slices))
                               for e in self._entries(RESOURCE_SLICES)
                               if e.fields.get("spec.nodeName")]
                     nodes = {e.fields["spec.nodeName"] for e, _ in slices} \
@@ -194,7 +193,7 @@ class NodeAgents:
                 else:
                     nodes = {n for n in dirty if n in self.agents}
                 pod_table = self.store.tables[PODS.name]
-                pods = [self._obj(e, self._parsed_pods)
+                pods = [parsed(e, self._parsed_pods)
                         for e in self._entries(PODS)
                         if e.fields.get("spec.nodeName") in nodes]
                 self._parsed_pods = {k: v for k, v in
@@ -246,14 +245,6 @@ class NodeAgents:
     def _entries(self, rtype):
         table = self.store.tables[rtype.name]
         return [table.entries[k] for k in table.keys]
-
-    @staticmethod
-    def _obj(entry, cache):
-        """The entry's object, parsed once per version (read-only!)."""
-        hit = cache.get(entry.key)
-        if hit is None or hit[0] != entry.rv:
-            hit = cache[entry.key] = (entry.rv, entry.obj())
-        return hit[1]
 
     def _inventory(self, node, slices):
         versions = tuple((e.key, e.rv) for e, _ in slices)
@@ -488,11 +479,10 @@ class NodeAgent:
         names = [c["name"] for c in spec.get("containers") or []]
         status = {k: old[k] for k in ("qosClass", "resourceClaimStatuses",
                                       "nominatedNodeName") if k in old}
+        if containers:   # run for real: those not running
+            names = [c["name"] for c in containers if not c["ready"]]
         unready = f"containers with unready status: [{' '.join(names)}]"
         init_ok = running or not inits
-        unready = "containers with unready status: [" + " ".join(
-            c["name"] for c in containers if not c["ready"]) + "]" \
-            if containers else unready
         status["conditions"] = [
             _cond(old, "PodReadyToStartContainers", running),
             _cond(old, "Initialized", init_ok, *(() if init_ok else (
@@ -541,22 +531,8 @@ class NodeAgent:
         return out
 
     def _event(self, pod, reason, message, etype="Warning"):
-        meta, now = pod["metadata"], now_rfc3339()
-        try:
-            self.api.create(EVENTS, meta["namespace"], {
-                "metadata": {"name": f"{meta['name']}.{time.time_ns():x}"},
-                "involvedObject": {
-                    "kind": "Pod", "namespace": meta["namespace"],
-                    "name": meta["name"], "uid": meta["uid"],
-                    "apiVersion": "v1",
-                    "resourceVersion": meta.get("resourceVersion", "")},
-                "reason": reason, "message": message, "type": etype,
-                "source": {"component": "kubelet", "host": self.node},
-                "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                "eventTime": None, "reportingComponent": "kubelet",
-                "reportingInstance": self.node})
-        except ApiError:
-            pass   # namespace going away
+        events.record(self.api, pod, "Pod", "v1", etype, reason, message,
+                      "kubelet", host=self.node)
 
     # ------------------------------------------------------------ view
     def view(self, observed_rv):

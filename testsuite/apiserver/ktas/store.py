@@ -39,6 +39,15 @@ class Entry:
         return json.loads(self.raw())
 
 
+def parsed(entry, cache):
+    """The entry's object, parsed once per version: `cache` maps its key to
+    (rv, object). Shared by the callers: read-only!"""
+    hit = cache.get(entry.key)
+    if hit is None or hit[0] != entry.rv:
+        hit = cache[entry.key] = (entry.rv, entry.obj())
+    return hit[1]
+
+
 def entry_from_obj(rtype, obj):
     meta = obj["metadata"]
     ns = meta.get("namespace", "") if rtype.namespaced else ""
