@@ -161,7 +161,7 @@ def rbac_rules(path: Path) -> list:
     return rules
 
 
-def _proc_env(pid: int) -> dict:
+def proc_env(pid: int) -> dict:
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
@@ -207,7 +207,7 @@ def marked_processes(run_dir: Path) -> list:
     pids = []
     for p in Path("/proc").iterdir():
         if p.name.isdigit() and int(p.name) != os.getpid():
-            if _proc_env(int(p.name)).get(RUN_MARK) == mark or _stepd_of(int(p.name), mark):
+            if proc_env(int(p.name)).get(RUN_MARK) == mark or _stepd_of(int(p.name), mark):
                 try:
                     if (p / "stat").read_text().split(")")[-1].split()[0] != "Z":
                         pids.append(int(p.name))
@@ -437,7 +437,7 @@ class Cluster:
         return out
 
     def _alive_ours(self, pid: int) -> bool:
-        return _proc_env(pid).get(RUN_MARK) == str(self.run_dir)
+        return proc_env(pid).get(RUN_MARK) == str(self.run_dir)
 
     def start_slurmctld(self):
         self._spawn("slurmctld", [self.release.daemon("slurmctld"), "-D"])

@@ -17,10 +17,10 @@ hostNetwork, grace period, no devices) is the component's own."""
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from . import node_agent
+from .kube import kubectl
 from .wait import wait_for
 
 TOP = Path(__file__).resolve().parents[2]
@@ -74,14 +74,6 @@ def overlay(cluster) -> Path:
                                 "files": ["slurm.conf", "gres.conf"]}],
         "patches": [{"path": "no-munge.yaml"}]}, indent=1))
     return d
-
-
-def kubectl(cluster, *args, timeout=60) -> str:
-    res = subprocess.run(["kubectl", *args], env=cluster.env(), capture_output=True,
-                         text=True, timeout=timeout)
-    if res.returncode != 0:
-        raise RuntimeError(f"kubectl {' '.join(args)}: {res.stderr.strip()}")
-    return res.stdout
 
 
 def deploy(cluster, nodes):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import scenarios
+from harness.alignment import expand_nodes
 from harness.cluster import running
 from harness.jobs import sbatch, show_job, wait_job
 from harness.fixture import load
@@ -51,9 +52,7 @@ def switches(cluster) -> dict:
 
 
 def expand(cluster, hostlist) -> set:
-    if not hostlist or hostlist == "(null)":
-        return set()
-    return set(cluster.run("scontrol", "show", "hostnames", hostlist).stdout.split())
+    return set(expand_nodes(cluster, hostlist)) if hostlist and hostlist != "(null)" else set()
 
 
 def job_nodes(cluster, job) -> set:

@@ -14,7 +14,7 @@ import pytest
 
 from harness import node_agent as na
 from harness import scenarios, slurmd_pods
-from harness.cluster import running
+from harness.cluster import proc_env, running
 from harness.jobs import job_pid, sbatch, show_job, wait_job
 from harness.kube import holder_pods, kubectl
 from harness.wait import wait_for
@@ -37,11 +37,6 @@ def no_jobs_left(cluster):
 
 def ppid(pid):
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def environ(pid):
-    raw = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.decode().partition("=")[::2] for item in raw.split(b"\0") if item)
 
 
 def shim_of(pid):
@@ -91,7 +86,7 @@ def test_each_kubernetes_node_runs_slurmd_in_a_daemonset_pod_that_holds_no_devic
         pid = slurmd_pods.slurmd_pid(cluster, node)
         shim, pod_dir = shim_of(pid)
         assert shim and pod_dir.endswith(f"_{pod['metadata']['uid']}"), (pid, pod_dir)
-        env = environ(pid)
+        env = proc_env(pid)
         assert env["SLURM_NODENAME"] == node
         assert env["SLURM_CONF"] == f"{pod_dir}/volumes/config/slurm.conf"
         assert Path(env["SLURM_CONF"]).read_text() == cluster.slurm_conf.read_text()
@@ -217,7 +212,7 @@ def test_a_pod_is_replaced_only_when_deleted_and_a_drained_node_loses_no_job(clu
         pid = slurmd_pods.slurmd_pid(cluster, node)
         return pid if pid and (shim_of(pid)[1] or "").endswith(f"_{new['metadata']['uid']}") else None
     pid = wait_for(new_slurmd, timeout=30, what=f"the new pod's slurmd on {node}")
-    assert environ(pid).get("ROLLED") == "1"   # the new template's pod
+    assert proc_env(pid).get("ROLLED") == "1"   # the new template's pod
     cluster.run("scontrol", "update", f"NodeName={node}", "State=RESUME")
     cluster.wait_nodes_idle([node])
     again = sbatch(cluster, "-w", node, "--wrap", "true")
